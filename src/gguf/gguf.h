@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -106,6 +107,8 @@ class Reader {
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> kv_index_;      // key -> index in kv_
+  std::unordered_map<std::string, size_t> tensor_index_;  // name -> index in tensors_
 };
 
 // Streams a GGUF v3 file: declare metadata and tensors, then write each tensor's
