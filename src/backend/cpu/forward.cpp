@@ -1,0 +1,246 @@
+// The CPU forward pass. Reads top to bottom like the model's math:
+// embed -> for each layer: attention block, FFN block (dense or experts) -> norm -> output head.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/attention.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/elementwise.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/rope.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+namespace ember {
+
+using cpu::matmul;
+
+CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& opt)
+    : model_(model), opt_(opt), pool_(opt.n_threads) {
+  const ModelDesc& d = model.desc();
+  const Weights& w = model.weights();
+  const size_t T = size_t(opt.max_tokens), H = size_t(d.hidden);
+  if (opt.max_tokens <= 0 || opt.max_logit_rows <= 0 || opt.max_context <= 0)
+    throw Error("CPU backend: token, logit-row and context limits must be positive");
+  s_.x.resize(T * H);
+  s_.xn.resize(T * H);
+  s_.proj.resize(T * H);
+  s_.q.resize(T * size_t(d.q_dim()));
+  s_.attn.resize(T * size_t(d.q_dim()));
+  s_.k.resize(T * size_t(d.kv_dim()));
+  s_.v.resize(T * size_t(d.kv_dim()));
+  s_.gate.resize(T * size_t(std::max(d.ffn, 1)));
+  s_.up.resize(T * size_t(std::max(d.ffn, 1)));
+  s_.logits.resize(size_t(opt.max_logit_rows) * size_t(d.vocab));
+  s_.scores.resize(size_t(pool_.size()) * size_t(opt.max_context));
+  s_.positions.resize(T);
+  s_.seq_of.resize(T);
+  s_.logit_rows.resize(T);
+
+  // Activation conversion buffer: the largest any matrix of a step needs.
+  size_t act = cpu::activation_bytes(w.output, opt.max_logit_rows);
+  for (const auto& L : w.layers) {
+    for (const Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.router})
+      if (m->present()) act = std::max(act, cpu::activation_bytes(*m, opt.max_tokens));
+    for (const ExpertMatrices* e : {&L.gate_exps, &L.up_exps, &L.down_exps})
+      if (e->present()) act = std::max(act, cpu::activation_bytes(e->experts[0], opt.max_tokens));
+  }
+  s_.act.resize(act);
+
+  if (d.n_experts > 0) {
+    const size_t K = size_t(d.n_experts_used), E = size_t(d.n_experts), EF = size_t(d.expert_ffn);
+    s_.router.resize(T * E);
+    s_.route_scores.resize(E);
+    s_.expert_ids.resize(T * K);
+    s_.expert_w.resize(T * K);
+    s_.expert_count.resize(E);
+    s_.expert_offset.resize(E + 1);
+    s_.expert_tokens.resize(T * K);
+    s_.expert_token_w.resize(T * K);
+    s_.moe_in.resize(T * H);
+    s_.moe_gate.resize(T * EF);
+    s_.moe_up.resize(T * EF);
+    s_.moe_out.resize(T * H);
+  }
+
+  // RoPE inverse frequencies per layer (layers may differ in base), with per-frequency divisors.
+  inv_freq_.resize(size_t(d.n_layers));
+  for (int l = 0; l < d.n_layers; ++l) {
+    auto& f = inv_freq_[size_t(l)];
+    f.resize(size_t(d.head_dim / 2));
+    for (int i = 0; i < d.head_dim / 2; ++i) {
+      f[size_t(i)] = std::pow(double(d.layers[size_t(l)].rope_base), -2.0 * i / d.head_dim);
+      if (!d.rope_freq_factors.empty()) f[size_t(i)] /= d.rope_freq_factors[size_t(i)];
+    }
+  }
+}
+
+const float* CpuBackend::forward(const StepBatch& batch, KvPool& kv) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  const int64_t H = d.hidden;
+  const int64_t n_tok = batch.total_tokens();
+  const int64_t n_rows = batch.logit_rows();
+  if (n_tok <= 0) throw Error("forward step with no tokens");
+  if (n_tok > opt_.max_tokens)
+    throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
+                std::to_string(opt_.max_tokens));
+  if (n_rows > opt_.max_logit_rows)
+    throw Error("forward step asks for " + std::to_string(n_rows) + " logit rows, limit " +
+                std::to_string(opt_.max_logit_rows));
+
+  // Per-token bookkeeping, with the checks that keep bad input from reading out of bounds.
+  int64_t t = 0, r = 0;
+  for (size_t si = 0; si < batch.seqs.size(); ++si) {
+    const SeqStep& s = batch.seqs[si];
+    const int64_t end = s.pos + s.n_tokens;
+    if (s.pos < 0 || end > opt_.max_context)
+      throw Error("sequence of " + std::to_string(end) + " positions exceeds the context of " +
+                  std::to_string(opt_.max_context));
+    if ((end + kv.block_size() - 1) / kv.block_size() > s.n_blocks)
+      throw Error("sequence's block table does not cover its positions");
+    for (int b = 0; b < s.n_blocks; ++b)
+      if (s.blocks[b] < 0 || s.blocks[b] >= kv.n_blocks()) throw Error("block table names a block outside the KV pool");
+    for (int i = 0; i < s.n_tokens; ++i, ++t) {
+      const int32_t id = s.tokens[i];
+      if (id < 0 || id >= d.vocab)
+        throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
+      s_.positions[size_t(t)] = int32_t(s.pos + i);
+      s_.seq_of[size_t(t)] = int32_t(si);
+      if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1))
+        s_.logit_rows[size_t(r++)] = int32_t(t);
+    }
+  }
+
+  // Embedding lookup (rows dequantised from the file's format), scaled where the family scales it.
+  {
+    int64_t tt = 0;
+    for (const SeqStep& s : batch.seqs)
+      for (int i = 0; i < s.n_tokens; ++i, ++tt) {
+        float* xr = s_.x.data() + tt * H;
+        quant::dequantize_row(w.token_embd.type, w.token_embd.row(s.tokens[i]), xr, H);
+        if (d.embed_scale != 1.0f)
+          for (int64_t j = 0; j < H; ++j) xr[j] *= d.embed_scale;
+      }
+  }
+
+  for (int l = 0; l < d.n_layers; ++l) {
+    attention_layer(l, batch, kv, n_tok);
+    if (d.layers[size_t(l)].moe) {
+      moe_ffn(l, n_tok);
+    } else {
+      dense_ffn(l, n_tok);
+    }
+  }
+
+  // Final norm on the rows whose logits are wanted, then the output head.
+  for (int64_t i = 0; i < n_rows; ++i)
+    cpu::rmsnorm(s_.x.data() + int64_t(s_.logit_rows[size_t(i)]) * H, w.output_norm.data(), s_.xn.data() + i * H, H,
+                 d.norm_eps);
+  matmul(pool_, w.output, s_.xn.data(), n_rows, s_.logits.data(), d.vocab, s_.act.data());
+  if (d.final_softcap > 0)
+    for (int64_t i = 0; i < n_rows * d.vocab; ++i) s_.logits[size_t(i)] = cpu::softcap(s_.logits[size_t(i)], d.final_softcap);
+  return s_.logits.data();
+}
+
+void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const LayerWeights& L = model_.weights().layers[size_t(l)];
+  const LayerDesc& ld = d.layers[size_t(l)];
+  const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim(), hd = d.head_dim;
+
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, L.attn_norm.data(), s_.xn.data() + t * H, H, d.norm_eps);
+  }, 16);
+  matmul(pool_, L.wq, s_.xn.data(), n_tok, s_.q.data(), QD, s_.act.data());
+  matmul(pool_, L.wk, s_.xn.data(), n_tok, s_.k.data(), KVD, s_.act.data());
+  matmul(pool_, L.wv, s_.xn.data(), n_tok, s_.v.data(), KVD, s_.act.data());
+
+  // Per token: biases, q/k norms, RoPE, then store k and v in the sequence's KV blocks.
+  const int bs = kv.block_size();
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    float cos_a[512], sin_a[512];
+    for (int64_t t = b; t < e; ++t) {
+      float* q = s_.q.data() + t * QD;
+      float* k = s_.k.data() + t * KVD;
+      float* v = s_.v.data() + t * KVD;
+      if (d.qkv_bias) {
+        for (int64_t i = 0; i < QD; ++i) q[i] += L.bq[size_t(i)];
+        for (int64_t i = 0; i < KVD; ++i) { k[i] += L.bk[size_t(i)]; v[i] += L.bv[size_t(i)]; }
+      }
+      if (d.qk_norm) {
+        for (int h = 0; h < d.n_heads; ++h) cpu::rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, d.norm_eps);
+        for (int h = 0; h < d.n_kv_heads; ++h) cpu::rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, d.norm_eps);
+      }
+      const int64_t pos = s_.positions[size_t(t)];
+      cpu::rope_angles(pos, inv_freq_[size_t(l)].data(), int(hd / 2), cos_a, sin_a);
+      for (int h = 0; h < d.n_heads; ++h) cpu::rope_head(q + h * hd, int(hd / 2), cos_a, sin_a, d.rope_pairing);
+      for (int h = 0; h < d.n_kv_heads; ++h) cpu::rope_head(k + h * hd, int(hd / 2), cos_a, sin_a, d.rope_pairing);
+      const SeqStep& s = batch.seqs[size_t(s_.seq_of[size_t(t)])];
+      const int block = s.blocks[pos / bs];
+      std::memcpy(kv.keys(l, block) + size_t(pos % bs) * size_t(KVD), k, size_t(KVD) * sizeof(float));
+      std::memcpy(kv.values(l, block) + size_t(pos % bs) * size_t(KVD), v, size_t(KVD) * sizeof(float));
+    }
+  }, 4);
+
+  // Attention: one task per (token, query head).
+  const int group = d.n_heads / d.n_kv_heads;
+  const float scale = d.attention_scale();
+  pool_.parallel_for(n_tok * d.n_heads, [&](int64_t b, int64_t e, int thread) {
+    float* scores = s_.scores.data() + size_t(thread) * size_t(opt_.max_context);
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t t = i / d.n_heads;
+      const int h = int(i % d.n_heads);
+      const SeqStep& s = batch.seqs[size_t(s_.seq_of[size_t(t)])];
+      const int64_t pos = s_.positions[size_t(t)];
+      cpu::AttentionArgs a;
+      a.kv = &kv;
+      a.layer = l;
+      a.blocks = s.blocks;
+      a.kv_head = h / group;
+      a.head_dim = int(hd);
+      a.last = pos;
+      a.first = ld.sliding_window > 0 ? std::max<int64_t>(0, pos - ld.sliding_window + 1) : 0;
+      a.scale = scale;
+      a.softcap = d.attn_softcap;
+      cpu::attend(a, s_.q.data() + t * QD + h * hd, s_.attn.data() + t * QD + h * hd, scores);
+    }
+  }, 4);
+
+  matmul(pool_, L.wo, s_.attn.data(), n_tok, s_.proj.data(), H, s_.act.data());
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* p = s_.proj.data() + t * H;
+      if (d.post_attn_norm) cpu::rmsnorm(p, L.post_attn_norm.data(), p, H, d.norm_eps);
+      float* x = s_.x.data() + t * H;
+      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
+    }
+  }, 16);
+}
+
+void CpuBackend::dense_ffn(int l, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const LayerWeights& L = model_.weights().layers[size_t(l)];
+  const int64_t H = d.hidden, F = d.ffn;
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, L.ffn_norm.data(), s_.xn.data() + t * H, H, d.norm_eps);
+  }, 16);
+  matmul(pool_, L.ffn_gate, s_.xn.data(), n_tok, s_.gate.data(), F, s_.act.data());
+  matmul(pool_, L.ffn_up, s_.xn.data(), n_tok, s_.up.data(), F, s_.act.data());
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t)
+      cpu::gated_activation(d.activation, s_.gate.data() + t * F, s_.up.data() + t * F, s_.gate.data() + t * F, F);
+  }, 4);
+  matmul(pool_, L.ffn_down, s_.gate.data(), n_tok, s_.proj.data(), H, s_.act.data());
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* p = s_.proj.data() + t * H;
+      if (d.post_ffn_norm) cpu::rmsnorm(p, L.post_ffn_norm.data(), p, H, d.norm_eps);
+      float* x = s_.x.data() + t * H;
+      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
+    }
+  }, 16);
+}
+
+}  // namespace ember

@@ -1,0 +1,38 @@
+// One forward step's work: several sequences, each with its new tokens.
+//
+// A sequence's new tokens occupy positions [pos, pos + n_tokens); its KV for
+// earlier positions is already in the blocks of its table, which must cover
+// pos + n_tokens positions. Prefill chunks (many tokens) and decode steps (one
+// token) can be mixed in one batch.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace ember {
+
+enum class LogitsWanted : uint8_t { None, Last, All };
+
+struct SeqStep {
+  const int32_t* tokens = nullptr;
+  int n_tokens = 0;
+  int64_t pos = 0;
+  const int32_t* blocks = nullptr;
+  int n_blocks = 0;
+  LogitsWanted logits = LogitsWanted::Last;
+};
+
+struct StepBatch {
+  std::vector<SeqStep> seqs;
+  int64_t total_tokens() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += s.n_tokens;
+    return n;
+  }
+  int64_t logit_rows() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += s.logits == LogitsWanted::All ? s.n_tokens : s.logits == LogitsWanted::Last ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace ember

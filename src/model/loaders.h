@@ -1,0 +1,22 @@
+// Turning files into (descriptor, tensors under GGUF names).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/descriptor.h"
+#include "model/tensor_source.h"
+
+namespace ember {
+
+struct ArchSpec;
+
+struct LoadedFiles {
+  ModelDesc desc;
+  std::unique_ptr<TensorSource> source;
+  const ArchSpec* spec = nullptr;
+};
+
+LoadedFiles load_gguf_files(const std::string& path);
+LoadedFiles load_hf_folder(const std::string& dir);
+
+}  // namespace ember
