@@ -123,7 +123,7 @@ Value read_value(Cursor& c, ValueType t, ValuePath& path, int depth) {
       if (b > 1) c.fail(path.str(), at, "bool value " + std::to_string(b) + " is neither 0 nor 1");
       return Value::boolean(b != 0);
     }
-    case ValueType::STRING: return Value::str(c.read_string(field));
+    case ValueType::STRING: return Value::str(c.read_string([&] { return path.str() + " string"; }));
     case ValueType::ARRAY: return read_array(c, path, depth);
   }
   c.fail(path.str(), c.pos(), "unknown value type");
