@@ -36,6 +36,7 @@ LoadedFiles load_gguf_files(const std::string& path) {
     out.source->add(std::move(s));
   }
   out.source->keep_alive(reader);
+  out.gguf = reader;
   return out;
 }
 
@@ -87,7 +88,7 @@ LoadedFiles load_hf_folder(const std::string& dir) {
     if (is_norm && spec.hf_norm_plus_one) {
       // Stored as w, applied as (1 + w): keep 1 + w in float, as GGUF files do.
       const int64_t n = t.nbytes / type_info(s.type).block_bytes;
-      std::vector<float> tmp(size_t(n));
+      std::vector<float> tmp(static_cast<size_t>(n));
       quant::dequantize_row(s.type, t.data, tmp.data(), n);
       auto* dst = reinterpret_cast<float*>(out.source->make_owned(size_t(n) * 4));
       for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f + tmp[size_t(i)];

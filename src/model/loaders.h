@@ -9,9 +9,11 @@
 namespace ember {
 
 struct ArchSpec;
+namespace gguf { class Reader; }
 
 struct LoadedFiles {
   ModelDesc desc;
+  std::shared_ptr<const gguf::Reader> gguf;  // set when loaded from a GGUF file
   std::unique_ptr<TensorSource> source;
   const ArchSpec* spec = nullptr;
 };

@@ -52,7 +52,7 @@ class Binder {
     const SourceTensor* t = get(name, required);
     if (!t) return {};
     expect_shape(*t, {n});
-    std::vector<float> v(size_t(n));
+    std::vector<float> v(static_cast<size_t>(n));
     quant::dequantize_row(t->type, t->parts[0], v.data(), n);
     return v;
   }
@@ -86,6 +86,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   m->path_ = path;
   m->desc_ = std::move(files.desc);
   m->source_ = std::move(files.source);
+  m->gguf_ = std::move(files.gguf);
   ModelDesc& d = m->desc_;
   const Binder b(*m->source_, path);
 

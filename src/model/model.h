@@ -12,6 +12,8 @@
 
 namespace ember {
 
+namespace gguf { class Reader; }
+
 class Model {
  public:
   static std::unique_ptr<Model> load(const std::string& path);
@@ -21,6 +23,8 @@ class Model {
   // The tensors by their GGUF names (kept alive for the model's lifetime).
   const TensorSource& source() const { return *source_; }
   const std::string& path() const { return path_; }
+  // The GGUF file's metadata (tokenizer, chat template); null for a Hugging Face folder.
+  const gguf::Reader* gguf() const { return gguf_.get(); }
 
   // Bytes a batch-1 decode step reads from weights (see shared/models.md):
   // all attention and dense matrices, the k active experts, router, output head,
@@ -34,6 +38,7 @@ class Model {
   ModelDesc desc_;
   Weights weights_;
   std::unique_ptr<TensorSource> source_;
+  std::shared_ptr<const gguf::Reader> gguf_;
 };
 
 }  // namespace ember

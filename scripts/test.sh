@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: unit, fixture and oracle tests (CTest +
+# GoogleTest), the bad-input tests again under AddressSanitizer, then each fuzzer
+# for a bounded time on its seed corpus.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+fuzz_seconds=${EMBER_FUZZ_SECONDS:-60}
+
+echo "== build and run the tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== bad-input tests under AddressSanitizer + UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_SANITIZE=ON >/dev/null
+asan_targets=$(ninja -C build-asan -t targets all | sed -n 's/^\([a-z_]*_test\): phony$/\1/p' | grep -E '^(gguf|safetensors|tokenizer|chat)_' || true)
+cmake --build build-asan -j "$jobs" --target ember $asan_targets
+ctest --test-dir build-asan --output-on-failure -j "$jobs" -R '^(Gguf|Safetensors|Tokenizer|Chat|Template|Bad)' || { echo "sanitizer tests failed"; exit 1; }
+tests/cli/bad_input.sh build-asan/ember
+
+echo "== fuzzers (${fuzz_seconds}s each)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_FUZZ=ON -DEMBER_NATIVE=OFF >/dev/null
+fuzzers=$(ninja -C build-fuzz -t targets all | sed -n 's/^\(fuzz_[a-z_]*\): phony$/\1/p' | sort -u)
+cmake --build build-fuzz -j "$jobs" --target $fuzzers
+for f in $fuzzers; do
+  corpus=tests/fuzz/corpus/${f#fuzz_}
+  work=$(mktemp -d)
+  [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+  echo "-- $f"
+  "$(find build-fuzz -name "$f" -type f -executable | head -n1)" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -print_final_stats=1 "$work" 2>&1 | tail -n 3
+  rm -rf "$work"
+done
+echo "all tests passed"

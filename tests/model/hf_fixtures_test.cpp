@@ -1,0 +1,88 @@
+// ember against Hugging Face transformers: tiny random models of every
+// supported architecture (tests/data/hf, made by tools/fixtures/make_hf_fixtures.py)
+// loaded from their safetensors folders and after `convert` to GGUF F32 / F16.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "model/convert.h"
+#include "model/model_test_util.h"
+#include "util/npy.h"
+
+namespace fs = std::filesystem;
+using namespace ember;
+
+namespace {
+
+struct Fixture {
+  std::string name;
+  fs::path dir;
+  std::vector<int32_t> ids, greedy;
+  std::vector<float> logits;
+};
+
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  const fs::path root = fs::path(EMBER_SOURCE_DIR) / "tests/data/hf";
+  if (!fs::exists(root)) return names;
+  for (const auto& e : fs::directory_iterator(root))
+    if (fs::exists(e.path() / "expected.json")) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Fixture load_fixture(const std::string& name) {
+  Fixture f;
+  f.name = name;
+  f.dir = fs::path(EMBER_SOURCE_DIR) / "tests/data/hf" / name;
+  std::ifstream in(f.dir / "expected.json");
+  const auto j = nlohmann::json::parse(in);
+  f.ids = j.at("ids").get<std::vector<int32_t>>();
+  f.greedy = j.at("greedy").get<std::vector<int32_t>>();
+  fs::path logits = f.dir / "logits.npy";
+  f.logits = read_npy_f32(logits.string()).data;
+  return f;
+}
+
+class HfFixture : public ::testing::TestWithParam<std::string> {};
+
+void check(const Model& m, const Fixture& f, double tol, const std::string& what) {
+  const auto logits = test::all_logits(m, f.ids);
+  ASSERT_EQ(logits.size(), f.logits.size()) << what;
+  const double err = test::max_rel_error(logits, f.logits);
+  EXPECT_LE(err, tol) << what << ": max |logit - ref| / max |ref|";
+  // The continuation starts after the whole id sequence.
+  EXPECT_EQ(test::greedy(m, f.ids, int(f.greedy.size())), f.greedy) << what << ": greedy tokens";
+}
+
+TEST_P(HfFixture, SafetensorsMatchesTransformers) {
+  const Fixture f = load_fixture(GetParam());
+  auto m = Model::load(f.dir.string());
+  check(*m, f, 1e-3, f.name + " (safetensors)");
+}
+
+TEST_P(HfFixture, ConvertedGgufMatchesTransformers) {
+  const Fixture f = load_fixture(GetParam());
+  ThreadPool pool(2);
+  for (const auto& [mix, tol] : std::vector<std::pair<std::string, double>>{{"F32", 1e-3}, {"F16", 1e-2}}) {
+    const fs::path out = fs::temp_directory_path() / ("ember-fixture-" + f.name + "-" + mix + ".gguf");
+    convert_hf_to_gguf(f.dir.string(), out.string(), mix, pool, false);
+    auto m = Model::load(out.string());
+    check(*m, f, tol, f.name + " (GGUF " + mix + ")");
+    fs::remove(out);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, HfFixture, ::testing::ValuesIn(fixture_names()),
+                         [](const auto& info) { return info.param; });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HfFixture);
+
+TEST(HfFixtures, EveryArchitectureHasAFixture) {
+  const auto names = fixture_names();
+  for (const char* required : {"llama", "mistral", "qwen2", "qwen3", "qwen3moe", "flint", "gemma2", "gemma3"})
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << "missing fixture " << required;
+}
+
+}  // namespace

@@ -1,0 +1,74 @@
+// Helpers shared by the model tests: running a model over token ids and
+// comparing logits with a reference.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/session.h"
+#include "model/model.h"
+
+namespace ember::test {
+
+// Logits of every position, [ids.size() * vocab].
+inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int threads = 2) {
+  CpuBackendOptions o;
+  o.max_context = int(ids.size()) + 16;
+  o.max_tokens = 16;  // several chunks: exercises prefill across steps
+  o.max_logit_rows = 16;
+  o.n_threads = threads;
+  CpuBackend backend(m, o);
+  KvPool kv(m.desc(), (o.max_context + 15) / 16, 16);
+  Session s(backend, kv);
+  const int64_t V = m.desc().vocab;
+  std::vector<float> out(ids.size() * size_t(V));
+  s.append_all_logits(ids, [&](int64_t i, const float* l) { std::copy(l, l + V, out.begin() + i * V); });
+  return out;
+}
+
+// Greedy continuation of `prompt` by n tokens, decoding one token per step.
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int n, int threads = 2) {
+  CpuBackendOptions o;
+  o.max_context = int(prompt.size()) + n + 1;
+  o.max_tokens = 64;
+  o.n_threads = threads;
+  CpuBackend backend(m, o);
+  KvPool kv(m.desc(), (o.max_context + 15) / 16, 16);
+  Session s(backend, kv);
+  const int64_t V = m.desc().vocab;
+  std::vector<int32_t> out;
+  const float* l = s.append(prompt);
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = int32_t(std::max_element(l, l + V) - l);
+    out.push_back(id);
+    if (i + 1 < n) l = s.append(std::span<const int32_t>(&id, 1));
+  }
+  return out;
+}
+
+// max |a - ref| / max |ref|
+inline double max_rel_error(const std::vector<float>& a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(a[i])) return INFINITY;
+    num = std::max(num, double(std::fabs(a[i] - ref[i])));
+    den = std::max(den, double(std::fabs(ref[i])));
+  }
+  return num / den;
+}
+
+// Fraction of rows whose argmax agrees.
+inline double argmax_agreement(const std::vector<float>& a, const std::vector<float>& ref, int64_t vocab) {
+  const int64_t rows = int64_t(ref.size()) / vocab;
+  int64_t same = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = a.data() + r * vocab;
+    const float* y = ref.data() + r * vocab;
+    same += (std::max_element(x, x + vocab) - x) == (std::max_element(y, y + vocab) - y);
+  }
+  return double(same) / double(rows);
+}
+
+}  // namespace ember::test
