@@ -37,4 +37,12 @@ void matmul_rows(GgmlType weight_type, const void* W, size_t w_stride, int64_t r
 // dequantise-then-multiply in float (no activation quantisation).
 float vec_dot_f32(GgmlType weight_type, const void* w_row, const float* x, int64_t k);
 
+// The portable path of matmul_rows (same contract): dequantises each weight
+// block to float and dots it with the converted activations. matmul_rows uses
+// it for types without a SIMD kernel; tests compare the two.
+void matmul_rows_scalar(GgmlType weight_type, const void* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k,
+                        const void* xq, size_t xq_stride, int64_t ntok, float* Y, int64_t ldy);
+// True when matmul_rows has a SIMD kernel for this weight type on this build.
+bool has_simd_matmul(GgmlType weight_type);
+
 }  // namespace ember::quant

@@ -1,0 +1,16 @@
+// Internal: the signature shared by the SIMD matmul kernels, and their lookup.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace ember::quant::detail {
+
+using MatmulKernel = void (*)(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k,
+                              const uint8_t* xq, size_t xq_stride, int64_t ntok, float* Y, int64_t ldy);
+
+// The AVX2 kernel for a weight type, or nullptr (also on builds without AVX2).
+MatmulKernel avx2_kernel(GgmlType weight_type);
+
+}  // namespace ember::quant::detail

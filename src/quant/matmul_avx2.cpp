@@ -1,0 +1,353 @@
+// AVX2 kernels for matmul_rows (x86-64 with AVX2 + FMA; Zen 3 has no VNNI).
+//
+// Integer products use maddubs (u8 x s8 -> pairs of s16) and madd (s16 x s16
+// -> s32). Each kernel computes one weight row against a tile of up to 4
+// activation rows, so a weight block is unpacked once and used for every
+// token of the tile; that is what makes prefill compute-bound.
+#include "quant/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+#include "util/fp16.h"
+
+namespace ember::quant::detail {
+namespace {
+
+inline float h2f(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return fp16_to_f32(h);
+#endif
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Drives a kernel K over rows [r0, r1) and all tokens, four tokens at a time.
+template <class K>
+void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
+         int64_t ntok, float* Y, int64_t ldy) {
+  float out[4];
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = W + size_t(r) * w_stride;
+    int64_t t = 0;
+    for (; t + 4 <= ntok; t += 4) {
+      K::template dot<4>(row, xq + size_t(t) * xs, xs, k, out);
+      for (int i = 0; i < 4; ++i) Y[(t + i) * ldy + r] = out[i];
+    }
+    const int64_t rest = ntok - t;
+    const uint8_t* x = xq + size_t(t) * xs;
+    if (rest == 3) K::template dot<3>(row, x, xs, k, out);
+    if (rest == 2) K::template dot<2>(row, x, xs, k, out);
+    if (rest == 1) K::template dot<1>(row, x, xs, k, out);
+    for (int i = 0; i < rest; ++i) Y[(t + i) * ldy + r] = out[i];
+  }
+}
+
+template <int NT>
+inline const BlockQ8_K* q8k(const uint8_t* x, size_t xs, int t, int64_t i) {
+  return reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs) + i;
+}
+template <int NT>
+inline const BlockQ8_0* q80(const uint8_t* x, size_t xs, int t, int64_t i) {
+  return reinterpret_cast<const BlockQ8_0*>(x + size_t(t) * xs) + i;
+}
+
+// Q4_K x Q8_K: unsigned nibbles times signed activations; the mins are applied
+// through the activation's group sums (bsums).
+struct Q4K {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w);
+    for (int64_t i = 0; i < k / 256; ++i) {
+      const BlockQ4_K& b = blocks[i];
+      uint8_t sc[8], mn[8];
+      for (int g = 0; g < 8; ++g) k4_scale_min(g, b.scales, sc[g], mn[g]);
+      const __m256i mins16 = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
+                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+      __m256i isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i q = load256(b.qs + 32 * c);
+        const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        const __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
+          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
+          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi);
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+        }
+      }
+      const float d = h2f(b.d), dmin = h2f(b.dmin);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K* xb = q8k<NT>(x, xs, t, i);
+        const __m256i msum = _mm256_madd_epi16(load256(xb->bsums), mins16);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * xb->d), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb->d), acc[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+  }
+};
+
+// Q5_K: Q4_K plus a fifth bit per element from qh (bit g for group g).
+struct Q5K {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    const auto* blocks = reinterpret_cast<const BlockQ5_K*>(w);
+    for (int64_t i = 0; i < k / 256; ++i) {
+      const BlockQ5_K& b = blocks[i];
+      uint8_t sc[8], mn[8];
+      for (int g = 0; g < 8; ++g) k4_scale_min(g, b.scales, sc[g], mn[g]);
+      const __m256i mins16 = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
+                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+      const __m256i qh = load256(b.qh);
+      __m256i isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i q = load256(b.qs + 32 * c);
+        const __m256i mlo = _mm256_set1_epi8(char(1 << (2 * c))), mhi = _mm256_set1_epi8(char(1 << (2 * c + 1)));
+        const __m256i hlo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mlo), mlo), bit4);
+        const __m256i hhi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mhi), mhi), bit4);
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), hlo);
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hhi);
+        const __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
+          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
+          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi);
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+        }
+      }
+      const float d = h2f(b.d), dmin = h2f(b.dmin);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K* xb = q8k<NT>(x, xs, t, i);
+        const __m256i msum = _mm256_madd_epi16(load256(xb->bsums), mins16);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * xb->d), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb->d), acc[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+  }
+};
+
+// Q6_K: 6-bit codes q in [0, 63] stand for q - 32; the -32 is applied through bsums.
+struct Q6K {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
+    const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w);
+    for (int64_t i = 0; i < k / 256; ++i) {
+      const BlockQ6_K& b = blocks[i];
+      __m256i isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        const __m256i l0 = load256(b.ql + 64 * h), l1 = load256(b.ql + 64 * h + 32), qh = load256(b.qh + 32 * h);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+        for (int j = 0; j < 4; ++j) {
+          const int g = 8 * h + 2 * j;
+          const __m256i sv = _mm256_setr_m128i(_mm_set1_epi16(b.scales[g]), _mm_set1_epi16(b.scales[g + 1]));
+          for (int t = 0; t < NT; ++t) {
+            const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 128 * h + 32 * j;
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], load256(xq)), sv));
+          }
+        }
+      }
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+      const float d = h2f(b.d);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_K* xb = q8k<NT>(x, xs, t, i);
+        const __m256i off = _mm256_madd_epi16(load256(xb->bsums), sc16);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * xb->d), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(off), _mm256_set1_ps(32.f * d * xb->d), acc[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+  }
+};
+
+// IQ4_XS: nibbles index the 16-entry value table (pshufb), 6-bit block scales.
+struct IQ4XS {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq::kIQ4NLValues)));
+    const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(w);
+    for (int64_t i = 0; i < k / 256; ++i) {
+      const BlockIQ4_XS& b = blocks[i];
+      __m256i isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int ib = 0; ib < 8; ib += 2) {
+        const __m256i q = load256(b.qs + 16 * ib);  // two blocks of 32
+        const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        __m256i v[2];
+        v[0] = _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x20));
+        v[1] = _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x31));
+        for (int s = 0; s < 2; ++s) {
+          const int j = ib + s;
+          const int ls = (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+          const __m256i sv = _mm256_set1_epi16(int16_t(ls));
+          const __m256i av = _mm256_sign_epi8(v[s], v[s]);
+          for (int t = 0; t < NT; ++t) {
+            const __m256i xv = load256(q8k<NT>(x, xs, t, i)->qs + 32 * j);
+            const __m256i p = _mm256_maddubs_epi16(av, _mm256_sign_epi8(xv, v[s]));
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sv));
+          }
+        }
+      }
+      const float d = h2f(b.d);
+      for (int t = 0; t < NT; ++t)
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * q8k<NT>(x, xs, t, i)->d), acc[t]);
+    }
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+  }
+};
+
+// 32-element blocks against Q8_0 activations; Unpack gives the signed weights.
+template <class Block, class Unpack>
+struct Small {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    __m256 acc[NT];
+    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    const auto* blocks = reinterpret_cast<const Block*>(w);
+    for (int64_t i = 0; i < k / 32; ++i) {
+      const __m256i v = Unpack::get(blocks[i]);
+      const __m256i av = _mm256_sign_epi8(v, v);
+      const float d = h2f(blocks[i].d);
+      for (int t = 0; t < NT; ++t) {
+        const BlockQ8_0* xb = q80<NT>(x, xs, t, i);
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(load256(xb->qs), v)), ones);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * h2f(xb->d)), acc[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+  }
+};
+struct UnpackQ8_0 {
+  static __m256i get(const BlockQ8_0& b) { return load256(b.qs); }
+};
+struct UnpackQ4_0 {
+static __m256i get(const BlockQ4_0& b) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m256i v = _mm256_setr_m128i(_mm_and_si128(q, m4), _mm_and_si128(_mm_srli_epi16(q, 4), m4));
+  return _mm256_sub_epi8(v, _mm256_set1_epi8(8));
+}
+};
+struct UnpackIQ4NL {
+static __m256i get(const BlockIQ4_NL& b) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(iq::kIQ4NLValues));
+  return _mm256_setr_m128i(_mm_shuffle_epi8(table, _mm_and_si128(q, m4)),
+                           _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(q, 4), m4)));
+}
+};
+
+// Float weights against float activations: convert 8 weights, FMA into each token.
+inline __m256 load_w(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load_w(const uint16_t* p, std::false_type /*fp16*/) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_w(const uint16_t* p, std::true_type /*bf16*/) {
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+struct F32W {
+  using T = float;
+  static __m256 load(const float* p) { return load_w(p); }
+  static float one(float v) { return v; }
+};
+struct F16W {
+  using T = uint16_t;
+  static __m256 load(const uint16_t* p) { return load_w(p, std::false_type{}); }
+  static float one(uint16_t v) { return h2f(v); }
+};
+struct BF16W {
+  using T = uint16_t;
+  static __m256 load(const uint16_t* p) { return load_w(p, std::true_type{}); }
+  static float one(uint16_t v) { return bf16_to_f32(v); }
+};
+template <class F>
+struct Float {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    const auto* wp = reinterpret_cast<const typename F::T*>(w);
+    const float* xp[NT];
+    for (int t = 0; t < NT; ++t) xp[t] = reinterpret_cast<const float*>(x + size_t(t) * xs);
+    __m256 acc0[NT], acc1[NT];
+    for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      const __m256 w0 = F::load(wp + j), w1 = F::load(wp + j + 8);
+      for (int t = 0; t < NT; ++t) {
+        acc0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xp[t] + j), acc0[t]);
+        acc1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xp[t] + j + 8), acc1[t]);
+      }
+    }
+    for (int t = 0; t < NT; ++t) {
+      float s = hsum(_mm256_add_ps(acc0[t], acc1[t]));
+      for (int64_t i = j; i < k; ++i) s += F::one(wp[i]) * xp[t][i];
+      out[t] = s;
+    }
+  }
+};
+
+}  // namespace
+
+MatmulKernel avx2_kernel(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return run<Float<F32W>>;
+    case GgmlType::F16: return run<Float<F16W>>;
+    case GgmlType::BF16: return run<Float<BF16W>>;
+    case GgmlType::Q8_0: return run<Small<BlockQ8_0, UnpackQ8_0>>;
+    case GgmlType::Q4_0: return run<Small<BlockQ4_0, UnpackQ4_0>>;
+    case GgmlType::IQ4_NL: return run<Small<BlockIQ4_NL, UnpackIQ4NL>>;
+    case GgmlType::Q4_K: return run<Q4K>;
+    case GgmlType::Q5_K: return run<Q5K>;
+    case GgmlType::Q6_K: return run<Q6K>;
+    case GgmlType::IQ4_XS: return run<IQ4XS>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ember::quant::detail
+
+#else  // no AVX2: every type takes the portable path
+
+namespace ember::quant::detail {
+MatmulKernel avx2_kernel(GgmlType) { return nullptr; }
+}  // namespace ember::quant::detail
+
+#endif
