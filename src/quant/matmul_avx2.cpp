@@ -9,6 +9,7 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "quant/blocks.h"
@@ -35,24 +36,32 @@ inline float hsum(__m256 v) {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-// Drives a kernel K over rows [r0, r1) and all tokens, four tokens at a time.
+// Drives a kernel K over rows [r0, r1) and all tokens. Rows go in chunks
+// small enough to stay in L1/L2 while every 4-token tile of activations
+// passes over them, so for prefill each weight byte is fetched from memory
+// once and each activation tile is read from cache once per chunk, not once
+// per row.
 template <class K>
 void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
          int64_t ntok, float* Y, int64_t ldy) {
+  constexpr int64_t kRowChunk = 16;
   float out[4];
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = W + size_t(r) * w_stride;
-    int64_t t = 0;
-    for (; t + 4 <= ntok; t += 4) {
-      K::template dot<4>(row, xq + size_t(t) * xs, xs, k, out);
-      for (int i = 0; i < 4; ++i) Y[(t + i) * ldy + r] = out[i];
+  for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
+    const int64_t re = std::min(rc + kRowChunk, r1);
+    for (int64_t t = 0; t < ntok; t += 4) {
+      const int64_t nt = std::min<int64_t>(4, ntok - t);
+      const uint8_t* x = xq + size_t(t) * xs;
+      for (int64_t r = rc; r < re; ++r) {
+        const uint8_t* row = W + size_t(r) * w_stride;
+        switch (nt) {
+          case 4: K::template dot<4>(row, x, xs, k, out); break;
+          case 3: K::template dot<3>(row, x, xs, k, out); break;
+          case 2: K::template dot<2>(row, x, xs, k, out); break;
+          default: K::template dot<1>(row, x, xs, k, out); break;
+        }
+        for (int i = 0; i < nt; ++i) Y[(t + i) * ldy + r] = out[i];
+      }
     }
-    const int64_t rest = ntok - t;
-    const uint8_t* x = xq + size_t(t) * xs;
-    if (rest == 3) K::template dot<3>(row, x, xs, k, out);
-    if (rest == 2) K::template dot<2>(row, x, xs, k, out);
-    if (rest == 1) K::template dot<1>(row, x, xs, k, out);
-    for (int i = 0; i < rest; ++i) Y[(t + i) * ldy + r] = out[i];
   }
 }
 

@@ -17,7 +17,14 @@
 namespace ember::quant {
 namespace {
 
-inline int nearest(float v) { return int(std::lrintf(v)); }
+// Round to nearest (ties to even) for |v| < 2^22 without a libm call: adding
+// 1.5 * 2^23 leaves the rounded integer in the low mantissa bits.
+inline int nearest(float v) {
+  const float r = v + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &r, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
 inline int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 inline uint16_t f2h(float f) { return f32_to_fp16(f); }
 
@@ -301,17 +308,26 @@ void q2_k(const float* x, BlockQ2_K& b) {
   }
 }
 
-// Nearest entry of the IQ4 value table (sorted) to v.
-int iq4_index(float v) {
-  const int8_t* t = iq::kIQ4NLValues;
-  if (v <= t[0]) return 0;
-  if (v >= t[15]) return 15;
-  int lo = 0, hi = 15;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    (v < t[mid] ? hi : lo) = mid;
+// Nearest entry of the IQ4 value table to v, through a lookup over
+// [-128, 128) at quarter steps (the table's gaps are >= 10, so the rounding
+// of v to a quarter can only change the choice at an exact tie).
+struct IQ4Lookup {
+  uint8_t idx[1024];
+  IQ4Lookup() {
+    for (int i = 0; i < 1024; ++i) {
+      const float v = -128.f + 0.25f * float(i);
+      int best = 0;
+      for (int j = 1; j < 16; ++j)
+        if (std::fabs(v - iq::kIQ4NLValues[j]) < std::fabs(v - iq::kIQ4NLValues[best])) best = j;
+      idx[i] = uint8_t(best);
+    }
   }
-  return (v - t[lo] < t[hi] - v) ? lo : hi;
+};
+int iq4_index(float v) {
+  static const IQ4Lookup lut;
+  if (!(v > -128.f)) return 0;  // also NaN
+  if (v >= 127.75f) return 15;
+  return lut.idx[nearest(v * 4.f) + 512];
 }
 // Best scale for 32 values over the IQ4 table; fills L with the indices for it.
 float fit_iq4(const float* x, int* L) {
