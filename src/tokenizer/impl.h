@@ -1,0 +1,63 @@
+// Tokenizer::Impl: the compiled form of a TokenizerSpec (internal header).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+// Byte trie over added-token spellings: at each position, the longest match.
+class AddedTokenTrie {
+ public:
+  void add(std::string_view s, int32_t index);
+  bool empty() const { return nodes_.size() <= 1; }
+  // Length and token index of the longest spelling that starts at text[pos]; {0,-1} if none.
+  std::pair<size_t, int32_t> longest_at(std::string_view text, size_t pos) const;
+  bool may_start(uint8_t b) const { return first_[b]; }
+
+ private:
+  struct Node { std::vector<std::pair<uint8_t, int32_t>> next; int32_t token = -1; };
+  std::vector<Node> nodes_{1};
+  bool first_[256] = {};
+};
+
+struct DecodeResult {
+  std::string text;
+  bool pending_tail = false;  // text ends with a U+FFFD standing for an incomplete UTF-8 sequence
+};
+
+struct Tokenizer::Impl {
+  TokenizerSpec spec;
+  BpeModel model;
+  std::vector<std::optional<Regex>> split_regex;  // one per pre-tokenizer step (Split/ByteLevel/Digits)
+  std::optional<Regex> replace_regex_norm;       // unused unless a Replace normalizer has a regex
+  std::vector<std::optional<Regex>> norm_regex;
+  AddedTokenTrie raw_all, raw_plain, normalized_all, normalized_plain;  // *_plain: non-special only
+  TokenMap added_by_text;        // content and normalized content -> index in spec.added
+  std::vector<int32_t> id_remap;  // model id -> final id (normalized added tokens); empty if identity
+  std::vector<uint8_t> skip_on_decode;  // per id: removed by decode(skip_special)
+  std::vector<uint8_t> is_added;         // per id: spelling is an added token's content
+  std::vector<uint8_t> end_of_generation;
+  TokenMap added_spelling;  // spellings of all added tokens (the ByteLevel decoder passes them through)
+
+  void encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out) const;
+  std::string normalize(std::string_view s) const;
+  void pre_tokenize(std::string_view s, size_t section_index, std::string& arena,
+                    std::vector<std::pair<size_t, size_t>>& words) const;
+  // Runs the decoder chain on `ids` (already filtered). `continuation` means the
+  // ids do not start the output (position-dependent decoders act only at the start).
+  DecodeResult decode_raw(const std::vector<int32_t>& ids, bool continuation) const;
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
+};
+
+// Removes spaces before punctuation and contractions, as the reference's
+// clean_up_tokenization does.
+std::string clean_up_tokenization(std::string s);
+
+}  // namespace ember

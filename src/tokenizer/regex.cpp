@@ -1,0 +1,156 @@
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer/regex.h"
+
+#include <pcre2.h>
+
+#include "util/error.h"
+
+namespace ember {
+
+namespace {
+// Unicode White_Space, the set the reference uses for \s (PCRE2's \s differs in
+// a few code points depending on version).
+const char kWhiteSpaceItems[] =
+    "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+char other_case(char c) { return (c >= 'a' && c <= 'z') ? char(c - 32) : char(c + 32); }
+}  // namespace
+
+std::string translate_oniguruma(std::string_view p) {
+  std::string out;
+  std::vector<bool> fold_stack;  // case folding state saved at each open group
+  bool fold = false;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char n = p[i + 1];
+      if (n == 's') {
+        out += in_class ? std::string(kWhiteSpaceItems) : "[" + std::string(kWhiteSpaceItems) + "]";
+        ++i;
+        continue;
+      }
+      if (n == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpaceItems) + "]";
+        ++i;
+        continue;
+      }
+      // Any other escape (including \p{..}, \x{..}) passes through whole.
+      out += c;
+      out += n;
+      ++i;
+      if ((n == 'p' || n == 'P' || n == 'x') && i + 1 < p.size() && p[i + 1] == '{') {
+        while (++i < p.size()) { out += p[i]; if (p[i] == '}') break; }
+      }
+      continue;
+    }
+    if (in_class) {
+      if (c == ']') in_class = false;
+      out += c;
+      if (fold && is_ascii_letter(c)) out += other_case(c);
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < p.size() && p[i + 1] == '^') { out += '^'; ++i; }
+      if (i + 1 < p.size() && p[i + 1] == ']') { out += "\\]"; ++i; }
+      continue;
+    }
+    if (c == '(') {
+      fold_stack.push_back(fold);
+      if (p.substr(i, 4) == "(?i:") {
+        // ASCII-only case folding, as the reference does (no ſ for s, no K for k).
+        fold = true;
+        out += "(?:";
+        i += 3;
+        continue;
+      }
+      out += c;
+      continue;
+    }
+    if (c == ')') {
+      if (!fold_stack.empty()) { fold = fold_stack.back(); fold_stack.pop_back(); }
+      out += c;
+      continue;
+    }
+    if (fold && is_ascii_letter(c)) {
+      out += '[';
+      out += c;
+      out += other_case(c);
+      out += ']';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+struct Regex::Compiled {
+  pcre2_code* code = nullptr;
+  ~Compiled() { if (code) pcre2_code_free(code); }
+};
+
+static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern, const std::string& what);
+
+Regex::Regex(std::string_view pattern, const std::string& what) : source_(pattern) {
+  re_ = compile(translate_oniguruma(pattern), what);
+}
+
+Regex Regex::literal(std::string_view lit, const std::string& what) {
+  std::string quoted = "\\Q";
+  for (size_t i = 0; i < lit.size(); ++i) {
+    // \E inside \Q..\E would end the quote early: split it.
+    if (lit[i] == '\\' && i + 1 < lit.size() && lit[i + 1] == 'E') { quoted += "\\E\\\\\\QE"; ++i; continue; }
+    quoted += lit[i];
+  }
+  quoted += "\\E";
+  Regex r("", what);
+  r.re_ = compile(quoted, what);
+  r.source_ = std::string(lit);
+  return r;
+}
+
+static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern, const std::string& what) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  if (!code) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    throw Error(what + ": cannot compile regex '" + pattern + "' at offset " + std::to_string(off) + ": " +
+                reinterpret_cast<const char*>(msg));
+  }
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable
+  auto c = std::make_shared<Regex::Compiled>();
+  c->code = code;
+  return c;
+}
+
+void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
+  // One match-data block per thread and pattern size is enough; keep one per thread.
+  thread_local pcre2_match_data* md = pcre2_match_data_create(4, nullptr);
+  auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    int rc = pcre2_match(re_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) throw Error("regex '" + source_ + "': match failed (PCRE2 error " + std::to_string(rc) + ")");
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    size_t s = ov[0], e = ov[1];
+    if (e == s) {
+      // Empty match: step over one character, as JavaScript's matchAll does.
+      if (s >= text.size()) break;
+      size_t step = 1;
+      while (s + step < text.size() && (uint8_t(text[s + step]) & 0xC0) == 0x80) ++step;
+      pos = s + step;
+      continue;
+    }
+    out.emplace_back(s, e);
+    pos = e;
+  }
+}
+
+}  // namespace ember
