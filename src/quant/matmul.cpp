@@ -44,10 +44,21 @@ GgmlType activation_type(GgmlType w) {
 
 size_t activation_row_bytes(GgmlType w, int64_t k) { return row_bytes(activation_type(w), k); }
 
+bool activation_needs_conversion(GgmlType w) { return w != GgmlType::F32 && w != GgmlType::F16; }
+
 void quantize_activation_row(GgmlType w, const float* x, void* xq, int64_t k) {
   check_k(w, k, "quantize_activation_row");
   switch (activation_type(w)) {
-    case GgmlType::F32: std::memcpy(xq, x, size_t(k) * 4); return;
+    case GgmlType::F32:
+      if (w == GgmlType::BF16) {
+        // BF16 weights meet activations rounded to bfloat16, as the common CPU
+        // engines compute them (their BF16 dot products take BF16 on both sides).
+        float* out = static_cast<float*>(xq);
+        for (int64_t i = 0; i < k; ++i) out[i] = bf16_to_f32(f32_to_bf16(x[i]));
+      } else {
+        std::memcpy(xq, x, size_t(k) * 4);
+      }
+      return;
     case GgmlType::Q8_0: quantize_row(GgmlType::Q8_0, x, xq, k); return;
     default: quantize_row_q8_k(x, xq, k); return;
   }

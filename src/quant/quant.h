@@ -26,6 +26,9 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 GgmlType activation_type(GgmlType weight_type);                  // F32 when activations stay float
 size_t activation_row_bytes(GgmlType weight_type, int64_t k);   // bytes of one converted activation row
 void quantize_activation_row(GgmlType weight_type, const float* x, void* xq, int64_t k);
+// False when quantize_activation_row would copy the row unchanged (F32/F16
+// weights): callers then pass the float rows straight to matmul_rows.
+bool activation_needs_conversion(GgmlType weight_type);
 
 // Y[t * ldy + r] = dot(W row r, activation row t) for r in [r0, r1), t in [0, ntok).
 // W: rows of w_stride bytes; xq: ntok converted rows of xq_stride bytes.

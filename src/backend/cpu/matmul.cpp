@@ -12,7 +12,7 @@ void matmul(ThreadPool& pool, const Matrix& W, const float* X, int64_t n_tok, fl
   // Convert each activation row once into the format the weight type's dot product reads.
   const size_t act_stride = quant::activation_row_bytes(W.type, W.k);
   const void* xq = X;
-  if (quant::activation_type(W.type) != GgmlType::F32) {
+  if (quant::activation_needs_conversion(W.type)) {
     pool.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
       for (int64_t t = b; t < e; ++t) quant::quantize_activation_row(W.type, X + t * W.k, act + size_t(t) * act_stride, W.k);
     }, 8);
