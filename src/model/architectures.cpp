@@ -274,7 +274,8 @@ ModelDesc desc_from_hf_config(const nlohmann::json& c, const ArchSpec** spec_out
     d.final_softcap = jget<float>(c, "final_logit_softcapping", 0.0f);
     if (const auto* s = jfind(c, "query_pre_attn_scalar")) d.attn_scale = 1.0f / std::sqrt(s->get<float>());
     if (spec->moe) {
-      d.n_experts = jreq<int>(c, "num_experts");
+      d.n_experts = jget<int>(c, "num_experts", jget<int>(c, "num_local_experts", 0));
+      if (d.n_experts <= 0) throw Error("config.json: missing 'num_experts' / 'num_local_experts'");
       d.n_experts_used = jreq<int>(c, "num_experts_per_tok");
       d.expert_ffn = jreq<int>(c, "moe_intermediate_size");
       d.norm_topk = jget<bool>(c, "norm_topk_prob", false);
