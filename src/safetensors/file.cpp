@@ -69,6 +69,8 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte counts from 1 within the JSON text.
     fail("header", 8 + (e.byte ? e.byte - 1 : 0), std::string("invalid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    fail("header", 8, std::string("invalid JSON: ") + e.what());
   }
   if (!header.is_object()) fail("header", 8, "is not a JSON object");
 

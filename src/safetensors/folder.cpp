@@ -64,6 +64,8 @@ Folder Folder::open(const std::string& dir_or_file) {
     index = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(index_path + ": invalid JSON at byte " + std::to_string(e.byte ? e.byte - 1 : 0) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(index_path + ": invalid JSON: " + std::string(e.what()));
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw Error(index_path + ": no \"weight_map\" object");
