@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "backend/cpu/cpu_backend.h"
-#include "chat/chat.h"
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/stop_strings.h"
 #include "engine/sampler.h"

@@ -1,10 +1,9 @@
 // `ember tokenize`, `ember detokenize`, `ember chat-template`: the tools users
 // debug prompts with.
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <iostream>
 
-#include "chat/chat.h"
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "tokenizer/cli_commands.h"
 #include "util/error.h"
@@ -16,16 +15,6 @@ namespace {
 void add_source_options(CLI::App* cmd, TokenizerSource& src) {
   cmd->add_option("--model", src.model_path, "GGUF file or Hugging Face folder");
   cmd->add_option("--tokenizer", src.tokenizer_path, "tokenizer.json or the folder holding it");
-}
-
-nlohmann::ordered_json read_json_file(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) throw Error(std::string(what) + " " + path + ": cannot open");
-  try {
-    return nlohmann::ordered_json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string(what) + " " + path + ": " + e.what());
-  }
 }
 
 }  // namespace
@@ -53,43 +42,28 @@ void add_text_tools(CLI::App& app) {
   }
   {
     auto* cmd = app.add_subcommand("chat-template", "Render a conversation with a model's chat template");
-    static std::string model, config, messages, tools, kwargs;
+    static std::string model, config;
+    static chat::ChatTemplateCommand o;
     static bool no_generation_prompt = false;
     cmd->add_option("--model", model, "GGUF file or Hugging Face folder (its tokenizer's template)");
     cmd->add_option("--tokenizer-config", config, "tokenizer_config.json holding chat_template");
-    cmd->add_option("--messages", messages, "JSON file: array of messages")->required();
-    cmd->add_option("--tools", tools, "JSON file: array of tool definitions");
+    cmd->add_option("--messages", o.messages_path, "JSON file: array of messages")->required();
+    cmd->add_option("--tools", o.tools_path, "JSON file: array of tool definitions");
     cmd->add_flag("--no-generation-prompt", no_generation_prompt, "Do not open an assistant turn at the end");
-    cmd->add_option("--kwargs", kwargs, "JSON object of extra template variables, e.g. {\"enable_thinking\":false}");
+    cmd->add_option("--kwargs", o.kwargs_json, "JSON object of extra template variables, e.g. {\"enable_thinking\":false}");
     cmd->callback([] {
-      std::string source, bos, eos;
+      o.add_generation_prompt = !no_generation_prompt;
+      chat::TokenizerChatConfig c;
       if (!config.empty()) {
-        const auto cfg = read_json_file(config, "tokenizer config");
-        const ChatTemplateSource s = chat_template_from_config(cfg);
-        source = s.source;
-        bos = s.bos_token;
-        eos = s.eos_token;
+        c = chat::load_tokenizer_chat_config(config);
       } else if (!model.empty()) {
         const Tokenizer tok = load_tokenizer(TokenizerSource{model, ""});
-        source = tok.chat_template();
-        bos = tok.bos_token();
-        eos = tok.eos_token();
+        c = {tok.chat_template(), tok.bos_token(), tok.eos_token()};
       } else {
         throw Error("give --model or --tokenizer-config");
       }
-      if (source.empty()) throw Error("no chat template found");
-      chat::ChatRequest req;
-      req.messages = read_json_file(messages, "messages");
-      if (!tools.empty()) req.tools = read_json_file(tools, "tools");
-      req.add_generation_prompt = !no_generation_prompt;
-      if (!kwargs.empty()) {
-        try {
-          req.kwargs = nlohmann::ordered_json::parse(kwargs);
-        } catch (const nlohmann::json::exception& e) {
-          throw Error(std::string("--kwargs: ") + e.what());
-        }
-      }
-      std::cout << chat::render_chat_template(source, req, bos, eos);
+      if (c.chat_template.empty()) throw Error("no chat template found");
+      chat::write_chat_prompt(std::cout, c.chat_template, c.bos_token, c.eos_token, o);
     });
   }
 }

@@ -28,6 +28,8 @@ class Progress {
     done_ += bytes;
     if (!on_) return;
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (done_ < total_ && secs - last_ < 0.25) return;  // redraw at most four times a second
+    last_ = secs;
     const double frac = total_ ? double(done_) / double(total_) : 1.0;
     const int width = 30, filled = int(frac * width);
     std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%  %.2f / %.2f GB  %.0f s elapsed, ~%.0f s left ",
@@ -40,6 +42,7 @@ class Progress {
  private:
   bool on_;
   uint64_t total_, done_ = 0;
+  double last_ = -1;
   std::chrono::steady_clock::time_point start_;
 };
 
