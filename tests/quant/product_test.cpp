@@ -58,7 +58,10 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t rows, int64_t k, uint32_t 
 }
 
 // Half the largest quantisation step of activation element i (0 for float activations).
-float half_step(GgmlType act, const uint8_t* xq, int64_t i) {
+float half_step(GgmlType w, GgmlType act, const uint8_t* xq, int64_t i) {
+  // BF16 weights meet activations rounded to bfloat16: at most half a unit in the
+  // last of 8 mantissa bits, 2^-9 relative (2^-8 taken, as |x| may exceed |rounded x|).
+  if (w == GgmlType::BF16) return std::ldexp(std::fabs(reinterpret_cast<const float*>(xq)[i]), -8);
   if (act == GgmlType::Q8_0) return 0.5f * std::fabs(fp16_to_f32(reinterpret_cast<const BlockQ8_0*>(xq)[i / 32].d));
   if (act == GgmlType::Q8_K) return 0.5f * reinterpret_cast<const BlockQ8_K*>(xq)[i / 256].d;
   return 0.f;
@@ -90,7 +93,7 @@ TEST_P(Product, MatchesFloatReference) {
         for (int64_t i = 0; i < k; ++i) {
           exact += double(wf[i]) * double(xd[i]);
           mag += std::fabs(double(wf[i]) * double(xd[i]));
-          step_bound += std::fabs(double(wf[i])) * half_step(act, xqs, i);
+          step_bound += std::fabs(double(wf[i])) * half_step(t, act, xqs, i);
         }
         const float got = y[s * rows + r];
         ASSERT_NEAR(got, exact, 1e-5 * mag) << type_name(t) << " row " << r << " tok " << s << " of " << ntok;
