@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config clang libclang-rt-dev
           nlohmann-json3-dev libpcre2-dev libutf8proc-dev libhwy-dev libcli11-dev
-          libgtest-dev libgmock-dev nodejs npm)
+          libgtest-dev libgmock-dev)
+# Node.js and npm: whichever install is on the machine (some bundle npm with nodejs).
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
