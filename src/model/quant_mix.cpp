@@ -54,7 +54,11 @@ GgmlType tensor_type(const QuantMix& mix, TensorRole role, int64_t row_length) {
       return GgmlType::F32;
   }
   for (GgmlType c : {t, GgmlType::Q8_0, GgmlType::F16}) {
-    if (row_length % type_info(c).block_elems == 0 && (c == GgmlType::F32 || quant::can_quantize(c))) return c;
+    if (row_length % type_info(c).block_elems != 0) continue;
+    if (c != GgmlType::F32 && !quant::can_quantize(c))
+      throw Error(std::string("mix ") + mix.name + ": ember reads " + type_name(c) +
+                  " but cannot write it yet (no quantiser for it)");
+    return c;
   }
   return GgmlType::F32;
 }
