@@ -1,0 +1,1 @@
+// Quantisers for the IQ (importance-grid) formats.
