@@ -79,7 +79,6 @@ int main(int argc, char** argv) {
     o.max_tokens = prompt_len;
     o.n_threads = threads;
     CpuBackend backend(*model, o);
-    const double bw = memcpy_bandwidth(backend.pool());
     KvPool kv(model->desc(), (o.max_context + 15) / 16, 16);
     std::mt19937 rng(1);
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
@@ -104,8 +103,10 @@ int main(int argc, char** argv) {
     const double decode_tps = 1.0 / step_s[step_s.size() / 2];
     const double bytes_tok = double(model->weight_bytes_per_token());
     const double roof = bw / bytes_tok;
+    // Peak memory of the inference itself, before the bandwidth test's 2 GiB of buffers.
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
+    const double bw = memcpy_bandwidth(backend.pool());
     const double gflops = 2.0 * params_per_token(*model) * prompt_len / prefill_s / 1e9;
     std::printf("| model | threads | memcpy GB/s | weight GB/token | prefill %d tok/s | prefill GFLOP/s | decode tok/s (median step) | roofline tok/s | %% of roofline | peak RSS GB | KV GB |\n",
                 prompt_len);

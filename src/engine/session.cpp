@@ -8,8 +8,10 @@
 namespace ember {
 
 Session::Session(CpuBackend& backend, KvPool& kv) : backend_(backend), kv_(kv) {
+  // Sized for the whole context now, so decode steps allocate nothing.
   batch_.seqs.resize(1);
   tokens_.reserve(size_t(backend.options().max_context));
+  blocks_.reserve(size_t(backend.options().max_context / kv.block_size() + 1));
 }
 
 Session::~Session() {

@@ -76,7 +76,7 @@ void convert_hf_to_gguf(const std::string& dir, const std::string& out_path, con
   const bool has_tokenizer = std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
   if (has_tokenizer) {
     auto tok = std::make_shared<Tokenizer>(Tokenizer::from_hf_path(dir));
-    opt.extra_metadata = [tok](gguf::Writer& w) { tok->write_gguf(w); };
+    opt.extra_metadata = [tok, vocab = d.vocab](gguf::Writer& w) { tok->write_gguf(w, vocab); };
   }
   export_gguf(out_path, d, out, opt, pool);
 }

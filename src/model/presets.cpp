@@ -148,7 +148,7 @@ void generate_model(const Preset& p, const std::string& mix_name, const std::str
     auto tok = std::make_shared<Tokenizer>(Tokenizer::from_hf_path(tokenizer_dir));
     if (tok->vocab_size() > d.vocab)
       throw Error("tokenizer has " + std::to_string(tok->vocab_size()) + " tokens, more than the preset's vocabulary");
-    opt.extra_metadata = [tok](gguf::Writer& w) { tok->write_gguf(w); };
+    opt.extra_metadata = [tok, vocab = d.vocab](gguf::Writer& w) { tok->write_gguf(w, vocab); };
   }
   export_gguf(out_path, d, tensors, opt, pool);
 }

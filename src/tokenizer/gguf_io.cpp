@@ -121,7 +121,7 @@ std::string gguf_form(const TokenizerSpec& s) {
 
 }  // namespace
 
-void Tokenizer::write_gguf(gguf::Writer& w) const {
+void Tokenizer::write_gguf(gguf::Writer& w, int32_t pad_to_vocab) const {
   const TokenizerSpec& s = impl_->spec;
   std::string form = gguf_form(s);
   if (form.empty())
@@ -152,7 +152,12 @@ void Tokenizer::write_gguf(gguf::Writer& w) const {
   }
   w.set("tokenizer.ggml.model", gguf::Value::str(spm ? "llama" : "gpt2"));
   w.set("tokenizer.ggml.pre", gguf::Value::str(spm ? "default" : form));
-  w.set("tokenizer.ggml.tokens", gguf::Value::str_array(s.tokens));
+  std::vector<std::string> tokens = s.tokens;
+  for (int32_t id = int32_t(tokens.size()); id < pad_to_vocab; ++id) {
+    tokens.push_back("[PAD" + std::to_string(id) + "]");
+    types.push_back(kUnused);
+  }
+  w.set("tokenizer.ggml.tokens", gguf::Value::str_array(tokens));
   w.set("tokenizer.ggml.token_type", gguf::Value::i32_array(types));
   if (spm) {
     // The merges carry the ranking; scores follow id order for readers that want them.
@@ -232,6 +237,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& r) {
 
   for (size_t id = 0; id < types.size(); ++id) {
     int64_t t = types[id];
+    if (t == kUnused) spec.tokens[id].clear();  // a slot without a token (padding)
     if (t == kControl || t == kUserDefined || t == kUnknown) {
       AddedToken a;
       a.id = int32_t(id);

@@ -45,7 +45,10 @@ class Tokenizer {
   static Tokenizer from_spec(TokenizerSpec spec);
   // Writes the tokenizer.* keys. Throws ember::Error when the tokenizer uses a
   // feature the GGUF form cannot carry.
-  void write_gguf(gguf::Writer& w) const;
+  // pad_to_vocab: when the model's embedding has more rows than the tokenizer has
+  // tokens, the list is padded with unused "[PAD<id>]" entries (as other GGUF
+  // writers do), so the token list and the embedding agree.
+  void write_gguf(gguf::Writer& w, int32_t pad_to_vocab = 0) const;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = true) const;
   // Throws ember::Error for an id outside the vocabulary.

@@ -1,0 +1,75 @@
+// The decode loop allocates nothing after load: every heap allocation in this
+// test binary is counted, and decode steps (forward + sampling) must add none.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <new>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/sampler.h"
+#include "engine/session.h"
+#include "model/model.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t al = static_cast<size_t>(a);
+  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+using namespace ember;
+
+class DecodeAllocation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
+  const auto path = std::filesystem::path(EMBER_SOURCE_DIR) / "tests/data/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
+  auto model = Model::load(path.string());
+  CpuBackendOptions o;
+  o.max_context = 256;
+  o.max_tokens = 32;
+  o.n_threads = 2;
+  CpuBackend backend(*model, o);
+  KvPool kv(model->desc(), o.max_context / 16, 16);
+  Session session(backend, kv);
+  SamplingParams sp;
+  sp.temperature = 0.8f;
+  sp.top_k = 40;
+  sp.top_p = 0.9f;
+  sp.repetition_penalty = 1.1f;
+  Sampler sampler(sp, model->desc().vocab);
+  const std::vector<int32_t> prompt = {1656, 1561, 821, 2457, 734, 945, 1019, 547};
+  const float* logits = session.append(prompt);
+  int32_t id = sampler.sample(logits, session.tokens());
+  logits = session.append(std::span<const int32_t>(&id, 1));  // first decode step may warm caches
+
+  const long before = g_allocations.load();
+  for (int i = 0; i < 100; ++i) {  // crosses several KV blocks
+    id = sampler.sample(logits, session.tokens());
+    logits = session.append(std::span<const int32_t>(&id, 1));
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 decode steps";
+  EXPECT_EQ(session.length(), 8 + 1 + 100);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, DecodeAllocation, ::testing::Values("F32", "Q8_0", "Q4_K_M", "IQ4_XS"));
