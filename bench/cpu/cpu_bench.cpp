@@ -102,11 +102,11 @@ int main(int argc, char** argv) {
     std::sort(step_s.begin(), step_s.end());
     const double decode_tps = 1.0 / step_s[step_s.size() / 2];
     const double bytes_tok = double(model->weight_bytes_per_token());
-    const double roof = bw / bytes_tok;
     // Peak memory of the inference itself, before the bandwidth test's 2 GiB of buffers.
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     const double bw = memcpy_bandwidth(backend.pool());
+    const double roof = bw / bytes_tok;
     const double gflops = 2.0 * params_per_token(*model) * prompt_len / prefill_s / 1e9;
     std::printf("| model | threads | memcpy GB/s | weight GB/token | prefill %d tok/s | prefill GFLOP/s | decode tok/s (median step) | roofline tok/s | %% of roofline | peak RSS GB | KV GB |\n",
                 prompt_len);

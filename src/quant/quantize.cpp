@@ -416,12 +416,23 @@ void quantize_row_q8_k(const float* x, void* dst, int64_t n) {
   }
 }
 
+// The IQ codebook formats (quantize_iq.cpp).
+void quantize_row_iq3_xxs(const float* x, void* dst, int64_t n);
+void quantize_row_iq3_s(const float* x, void* dst, int64_t n);
+void quantize_row_iq2_xxs(const float* x, void* dst, int64_t n);
+void quantize_row_iq2_xs(const float* x, void* dst, int64_t n);
+void quantize_row_iq2_s(const float* x, void* dst, int64_t n);
+void quantize_row_iq1_s(const float* x, void* dst, int64_t n);
+void quantize_row_iq1_m(const float* x, void* dst, int64_t n);
+
 bool can_quantize(GgmlType t) {
   switch (t) {
     case GgmlType::F32: case GgmlType::F16: case GgmlType::BF16:
     case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q8_0:
     case GgmlType::Q8_K: case GgmlType::Q2_K: case GgmlType::Q3_K: case GgmlType::Q4_K: case GgmlType::Q5_K:
     case GgmlType::Q6_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+    case GgmlType::IQ3_XXS: case GgmlType::IQ3_S: case GgmlType::IQ2_XXS: case GgmlType::IQ2_XS:
+    case GgmlType::IQ2_S: case GgmlType::IQ1_S: case GgmlType::IQ1_M:
       return true;
     default:
       return false;
@@ -460,6 +471,13 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     case GgmlType::Q6_K: return blocks<BlockQ6_K, q6_k, 256>(src, dst, n);
     case GgmlType::IQ4_NL: return blocks<BlockIQ4_NL, iq4_nl, 32>(src, dst, n);
     case GgmlType::IQ4_XS: return blocks<BlockIQ4_XS, iq4_xs, 256>(src, dst, n);
+    case GgmlType::IQ3_XXS: return quantize_row_iq3_xxs(src, dst, n);
+    case GgmlType::IQ3_S: return quantize_row_iq3_s(src, dst, n);
+    case GgmlType::IQ2_XXS: return quantize_row_iq2_xxs(src, dst, n);
+    case GgmlType::IQ2_XS: return quantize_row_iq2_xs(src, dst, n);
+    case GgmlType::IQ2_S: return quantize_row_iq2_s(src, dst, n);
+    case GgmlType::IQ1_S: return quantize_row_iq1_s(src, dst, n);
+    case GgmlType::IQ1_M: return quantize_row_iq1_m(src, dst, n);
     default: break;
   }
   throw Error(std::string("quantize_row: no quantiser for tensor type ") + type_name(t));
