@@ -47,6 +47,8 @@ class CpuBackend {
     std::vector<float> expert_token_w;
   };
 
+  void norm_rows(const std::vector<float>& weight, int64_t n_tok);       // xn = rmsnorm(x) * weight
+  void add_residual(const std::vector<float>& post_norm, int64_t n_tok); // x += [rmsnorm](proj)
   void attention_layer(int layer, const StepBatch& batch, KvPool& kv, int64_t n_tok);
   void dense_ffn(int layer, int64_t n_tok);
   void moe_ffn(int layer, int64_t n_tok);

@@ -144,15 +144,34 @@ const float* CpuBackend::forward(const StepBatch& batch, KvPool& kv) {
   return s_.logits.data();
 }
 
+void CpuBackend::norm_rows(const std::vector<float>& weight, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const int64_t H = d.hidden;
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, weight.data(), s_.xn.data() + t * H, H, d.norm_eps);
+  }, 16);
+}
+
+void CpuBackend::add_residual(const std::vector<float>& post_norm, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const int64_t H = d.hidden;
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; ++t) {
+      float* p = s_.proj.data() + t * H;
+      if (!post_norm.empty()) cpu::rmsnorm(p, post_norm.data(), p, H, d.norm_eps);
+      float* x = s_.x.data() + t * H;
+      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
+    }
+  }, 16);
+}
+
 void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const LayerWeights& L = model_.weights().layers[size_t(l)];
   const LayerDesc& ld = d.layers[size_t(l)];
   const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim(), hd = d.head_dim;
 
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, L.attn_norm.data(), s_.xn.data() + t * H, H, d.norm_eps);
-  }, 16);
+  norm_rows(L.attn_norm, n_tok);
   matmul(pool_, L.wq, s_.xn.data(), n_tok, s_.q.data(), QD, s_.act.data());
   matmul(pool_, L.wk, s_.xn.data(), n_tok, s_.k.data(), KVD, s_.act.data());
   matmul(pool_, L.wv, s_.xn.data(), n_tok, s_.v.data(), KVD, s_.act.data());
@@ -209,23 +228,14 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
   }, 4);
 
   matmul(pool_, L.wo, s_.attn.data(), n_tok, s_.proj.data(), H, s_.act.data());
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) {
-      float* p = s_.proj.data() + t * H;
-      if (d.post_attn_norm) cpu::rmsnorm(p, L.post_attn_norm.data(), p, H, d.norm_eps);
-      float* x = s_.x.data() + t * H;
-      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
-    }
-  }, 16);
+  add_residual(L.post_attn_norm, n_tok);
 }
 
 void CpuBackend::dense_ffn(int l, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const LayerWeights& L = model_.weights().layers[size_t(l)];
   const int64_t H = d.hidden, F = d.ffn;
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, L.ffn_norm.data(), s_.xn.data() + t * H, H, d.norm_eps);
-  }, 16);
+  norm_rows(L.ffn_norm, n_tok);
   matmul(pool_, L.ffn_gate, s_.xn.data(), n_tok, s_.gate.data(), F, s_.act.data());
   matmul(pool_, L.ffn_up, s_.xn.data(), n_tok, s_.up.data(), F, s_.act.data());
   pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
@@ -233,14 +243,7 @@ void CpuBackend::dense_ffn(int l, int64_t n_tok) {
       cpu::gated_activation(d.activation, s_.gate.data() + t * F, s_.up.data() + t * F, s_.gate.data() + t * F, F);
   }, 4);
   matmul(pool_, L.ffn_down, s_.gate.data(), n_tok, s_.proj.data(), H, s_.act.data());
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) {
-      float* p = s_.proj.data() + t * H;
-      if (d.post_ffn_norm) cpu::rmsnorm(p, L.post_ffn_norm.data(), p, H, d.norm_eps);
-      float* x = s_.x.data() + t * H;
-      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
-    }
-  }, 16);
+  add_residual(L.post_ffn_norm, n_tok);
 }
 
 }  // namespace ember

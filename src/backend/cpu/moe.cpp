@@ -57,9 +57,7 @@ void CpuBackend::moe_ffn(int l, int64_t n_tok) {
   const LayerWeights& L = model_.weights().layers[size_t(l)];
   const int64_t H = d.hidden, E = d.n_experts, K = d.n_experts_used, EF = d.expert_ffn;
 
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) cpu::rmsnorm(s_.x.data() + t * H, L.ffn_norm.data(), s_.xn.data() + t * H, H, d.norm_eps);
-  }, 16);
+  norm_rows(L.ffn_norm, n_tok);
   cpu::matmul(pool_, L.router, s_.xn.data(), n_tok, s_.router.data(), E, s_.act.data());
 
   // Route every token; the router buffer doubles as the per-token score scratch.
@@ -103,14 +101,7 @@ void CpuBackend::moe_ffn(int l, int64_t n_tok) {
     }
   }
 
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t) {
-      float* p = s_.proj.data() + t * H;
-      if (d.post_ffn_norm) cpu::rmsnorm(p, L.post_ffn_norm.data(), p, H, d.norm_eps);
-      float* x = s_.x.data() + t * H;
-      for (int64_t j = 0; j < H; ++j) x[j] += p[j];
-    }
-  }, 16);
+  add_residual(L.post_ffn_norm, n_tok);
 }
 
 }  // namespace ember
