@@ -19,14 +19,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
+#include "util/error.h"
 #include "util/fp16.h"
 
 namespace ember::quant {
-long g_calls=0,g_cands=0;
 namespace {
 
 // A grid of entries of `dim` values with nearest-entry search. The grids are
@@ -36,7 +37,7 @@ namespace {
 // that lattice point are compared. When the lattice point is itself an entry
 // it is the exact nearest entry (rounding per coordinate gives the nearest
 // lattice point, and the grid is part of the lattice); otherwise the candidate
-// list holds every entry within kSlack (in squared level steps) of the closest.
+// list holds every entry within slack() (in squared level steps) of the closest.
 class Codebook {
  public:
   template <typename Entry>
@@ -52,6 +53,9 @@ class Codebook {
     levels_.erase(std::unique(levels_.begin(), levels_.end()), levels_.end());
     for (size_t k = 0; k + 1 < levels_.size(); ++k) cuts_.push_back(0.5f * (levels_[k] + levels_[k + 1]));
     for (float v : levels_) max_abs_ = std::max(max_abs_, std::fabs(v));
+    if (levels_.size() != (dim == 4 ? 8u : 3u))
+      throw Error("IQ codebook: a grid of " + std::to_string(dim) + " values has " +
+                  std::to_string(levels_.size()) + " levels, not the format's");
     build_cells(size);
   }
 
@@ -60,28 +64,37 @@ class Codebook {
   const std::vector<float>& levels() const { return levels_; }
   float max_abs() const { return max_abs_; }
 
-  int nearest(const float* t) const {
-    int cell = 0;
-    for (int j = 0, mul = 1; j < dim_; ++j, mul *= int(levels_.size())) {
-      int k = 0;
-      for (float c : cuts_) k += t[j] > c;
-      cell += k * mul;
-    }
-    int best = cell_entries_[cell_start_[cell]];
-    if (cell_start_[cell + 1] - cell_start_[cell] == 1) return best;
-    float best_err = INFINITY;
-    g_calls++; g_cands += cell_start_[cell + 1] - cell_start_[cell];
-    for (uint32_t c = cell_start_[cell]; c < cell_start_[cell + 1]; ++c) {
-      const float* v = entry(cell_entries_[c]);
-      float err = 0;
-      for (int j = 0; j < dim_; ++j) err += (t[j] - v[j]) * (t[j] - v[j]);
-      if (err < best_err) { best_err = err; best = cell_entries_[c]; }
-    }
-    return best;
-  }
+  // The grids come in two shapes: 4 values on 8 levels (IQ3) and 8 values on
+  // 3 levels (IQ2, IQ1); fixing them at compile time lets the loops unroll.
+  int nearest(const float* t) const { return dim_ == 4 ? nearest_in<4, 8>(t) : nearest_in<8, 3>(t); }
 
  private:
-  static constexpr int kSlack = 2;
+  template <int Dim, int NLev>
+  int nearest_in(const float* t) const {
+    int cell = 0;
+    for (int j = 0, mul = 1; j < Dim; ++j, mul *= NLev) {
+      int k = 0;
+      for (int c = 0; c < NLev - 1; ++c) k += t[j] > cuts_[c];
+      cell += k * mul;
+    }
+    const uint32_t first = cell_start_[cell], last = cell_start_[cell + 1];
+    if (last - first == 1) return cell_entries_[first];
+    // Candidates' values are stored side by side, so this loop streams them.
+    const float* v = &cell_values_[size_t(first) * Dim];
+    uint32_t best = first;
+    float best_err = INFINITY;
+    for (uint32_t c = first; c < last; ++c, v += Dim) {
+      float err = 0;
+      for (int j = 0; j < Dim; ++j) err += (t[j] - v[j]) * (t[j] - v[j]);
+      best = err < best_err ? c : best;
+      best_err = std::min(err, best_err);
+    }
+    return cell_entries_[best];
+  }
+
+  // Wider candidate lists buy a little accuracy at a high price on the 8-wide
+  // grids (tens of candidates per cell); on the 4-wide ones they are cheap.
+  int slack() const { return dim_ == 4 ? 2 : 0; }
 
   void build_cells(int size) {
     const int nlev = int(levels_.size());
@@ -105,9 +118,12 @@ class Codebook {
         closest = std::min(closest, d2);
       }
       cell_start_.push_back(uint32_t(cell_entries_.size()));
-      const int limit = closest == 0 ? 0 : closest + kSlack;
+      const int limit = closest == 0 ? 0 : closest + slack();
       for (int i = 0; i < size; ++i)
-        if (dist[i] <= limit) cell_entries_.push_back(uint16_t(i));
+        if (dist[i] <= limit) {
+          cell_entries_.push_back(uint16_t(i));
+          cell_values_.insert(cell_values_.end(), entry(i), entry(i) + dim_);
+        }
     }
     cell_start_.push_back(uint32_t(cell_entries_.size()));
   }
@@ -117,6 +133,7 @@ class Codebook {
   std::vector<float> values_, levels_, cuts_;
   std::vector<uint32_t> cell_start_;
   std::vector<uint16_t> cell_entries_;
+  std::vector<float> cell_values_;  // the values of cell_entries_, dim_ each
 };
 
 // The codebooks are built once, on first use (thread-safe static init).
@@ -229,18 +246,25 @@ float fit_group_scale(const FormatSpec& f, const float* a, int n, uint16_t* idx,
   }
   // Trial scales: the largest target landing on each of the larger levels
   // (offset by +-delta for IQ1), which makes exactly representable groups
-  // exact, and a few ratios around the top level.
+  // exact. The 8-level grids get enough trials from their levels; the
+  // 3-level ones add a few ratios around the top level to fill the gaps.
+  const bool few_levels = f.book.levels().size() <= 3;
   const float off = f.offset_group ? iq::kIQ1Delta : 0.f;
   const float top = f.book.max_abs() + off;
+  const float lowest = few_levels ? 0.3f * top : 0.5f * top;
   float trials[24];
   int nt = 0;
   for (float level : f.book.levels())
     for (float o : {-off, off}) {
       const float v = std::fabs(level) + o;
-      if (v >= 0.3f * top && nt < 20 && (nt == 0 || trials[nt - 1] != amax / v)) trials[nt++] = amax / v;
+      if (v >= lowest && nt < 20 && (nt == 0 || trials[nt - 1] != amax / v)) trials[nt++] = amax / v;
       if (off == 0) break;
     }
-  for (float r : {0.85f, 1.15f, 1.3f}) trials[nt++] = amax / top * r;
+  trials[nt++] = amax / top * 1.15f;
+  if (few_levels) {
+    trials[nt++] = amax / top * 0.85f;
+    trials[nt++] = amax / top * 1.3f;
+  }
 
   float best_score = -1, best_s = 0;
   uint16_t tmp_idx[8];
