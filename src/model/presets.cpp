@@ -1,5 +1,6 @@
 #include "model/presets.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -42,9 +43,30 @@ ModelDesc with_experts(ModelDesc d, int experts, int used, int expert_ffn, int l
   return d;
 }
 
+// Standard normal quantiles at 4096 evenly spaced probabilities (cell midpoints),
+// by bisection on erf: sampling maps uniform bits through this table with linear
+// interpolation, ~20x cheaper than Box-Muller, which matters for 40-billion-weight files.
+const std::vector<float>& normal_quantiles() {
+  static const std::vector<float> q = [] {
+    std::vector<float> t(4097);
+    for (int i = 0; i <= 4096; ++i) {
+      const double p = (i + 0.5) / 4097.0;
+      double lo = -10, hi = 10;
+      for (int it = 0; it < 80; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+      }
+      t[size_t(i)] = float(0.5 * (lo + hi));
+    }
+    return t;
+  }();
+  return q;
+}
+
 // Deterministic per-row random numbers, so rows can be generated in any order on any thread.
 struct RowRng {
   uint64_t s;
+  const float* q = normal_quantiles().data();
   explicit RowRng(uint64_t seed) : s(seed) {}
   uint64_t next() {  // splitmix64
     uint64_t z = (s += 0x9e3779b97f4a7c15ull);
@@ -52,13 +74,16 @@ struct RowRng {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  // Two standard normals by Box-Muller.
+  // One standard normal from 32 random bits: 12 pick the quantile cell, 20 interpolate.
+  float normal_from(uint32_t bits) const {
+    const uint32_t cell = bits >> 20;
+    const float frac = float(bits & 0xfffff) * (1.0f / 1048576.0f);
+    return q[cell] + frac * (q[cell + 1] - q[cell]);
+  }
   void normal2(float& a, float& b) {
-    const double u1 = (double(next() >> 11) + 1.0) * 0x1.0p-53;
-    const double u2 = double(next() >> 11) * 0x1.0p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    a = float(r * std::cos(2 * M_PI * u2));
-    b = float(r * std::sin(2 * M_PI * u2));
+    const uint64_t r = next();
+    a = normal_from(uint32_t(r));
+    b = normal_from(uint32_t(r >> 32));
   }
 };
 
