@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
@@ -41,29 +42,79 @@ inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<co
 // passes over them, so for prefill each weight byte is fetched from memory
 // once and each activation tile is read from cache once per chunk, not once
 // per row.
+//
+// Kernels on Q8_0 activations (K::kQ8_0Act) also get the activation block
+// scales as floats, laid out [tile][block][4 tokens]: converting them once per
+// call takes a half-to-float conversion and a scalar multiply out of every
+// (row, token, block) step of the inner loop.
 template <class K>
 void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
          int64_t ntok, float* Y, int64_t ldy) {
   constexpr int64_t kRowChunk = 16;
+  const int64_t ntiles = (ntok + 3) / 4;
+  const float* xd = nullptr;
+  const int64_t nb32 = k / 32;
+  if constexpr (K::kQ8_0Act) {
+    thread_local std::vector<float> scales;
+    scales.assign(size_t(ntiles * nb32 * 4), 0.f);
+    for (int64_t t = 0; t < ntok; ++t) {
+      const auto* xb = reinterpret_cast<const BlockQ8_0*>(xq + size_t(t) * xs);
+      float* dst = scales.data() + (t / 4) * nb32 * 4 + t % 4;
+      for (int64_t i = 0; i < nb32; ++i) dst[4 * i] = h2f(xb[i].d);
+    }
+    xd = scales.data();
+  }
   float out[4];
   for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
     const int64_t re = std::min(rc + kRowChunk, r1);
     for (int64_t t = 0; t < ntok; t += 4) {
       const int64_t nt = std::min<int64_t>(4, ntok - t);
       const uint8_t* x = xq + size_t(t) * xs;
+      const float* tile_scales = xd ? xd + (t / 4) * nb32 * 4 : nullptr;
       for (int64_t r = rc; r < re; ++r) {
         const uint8_t* row = W + size_t(r) * w_stride;
         switch (nt) {
-          case 4: K::template dot<4>(row, x, xs, k, out); break;
-          case 3: K::template dot<3>(row, x, xs, k, out); break;
-          case 2: K::template dot<2>(row, x, xs, k, out); break;
-          default: K::template dot<1>(row, x, xs, k, out); break;
+          case 4: K::template dot<4>(row, x, xs, k, out, tile_scales); break;
+          case 3: K::template dot<3>(row, x, xs, k, out, tile_scales); break;
+          case 2: K::template dot<2>(row, x, xs, k, out, tile_scales); break;
+          default: K::template dot<1>(row, x, xs, k, out, tile_scales); break;
         }
         for (int i = 0; i < nt; ++i) Y[(t + i) * ldy + r] = out[i];
       }
     }
   }
 }
+
+// Scales and mins of a Q4_K / Q5_K block, unpacked from their 12 bytes with
+// word-wide bit operations: bytes 0-7 of the result are the eight 6-bit
+// scales, bytes 8-15 the eight 6-bit mins (the same values k4_scale_min gives).
+inline __m128i k4_scales_mins(const uint8_t* s) {
+  uint32_t v[3];
+  std::memcpy(v, s, 12);
+  constexpr uint32_t low6 = 0x3F3F3F3F, low4 = 0x0F0F0F0F, low2 = 0x03030303;
+  const uint32_t sc_lo = v[0] & low6, mn_lo = v[1] & low6;  // groups 0-3: low 6 bits of bytes 0-7
+  // Groups 4-7: low 4 bits in bytes 8-11, top 2 bits from the top of bytes 0-3 (scales) and 4-7 (mins).
+  const uint32_t sc_hi = (v[2] & low4) | (((v[0] >> 6) & low2) << 4);
+  const uint32_t mn_hi = ((v[2] >> 4) & low4) | (((v[1] >> 6) & low2) << 4);
+  return _mm_setr_epi32(int(sc_lo), int(sc_hi), int(mn_lo), int(mn_hi));
+}
+
+// Software prefetch a fixed distance ahead of the weight stream (running past
+// a row's end fetches the start of the next row, which is the next one read).
+// The hardware prefetcher alone leaves the decode kernels waiting on DRAM.
+// One prefetch per cache line the block spans, so the whole stream is covered.
+#ifndef EMBER_QPERF_PF
+#define EMBER_QPERF_PF 384
+#endif
+constexpr int kPrefetchBytes = EMBER_QPERF_PF;
+template <class Block>
+inline void prefetch_ahead(const Block* b) {
+  const char* p = reinterpret_cast<const char*>(b) + kPrefetchBytes;
+  for (size_t off = 0; off < sizeof(Block); off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+}
+
+// pshufb index that broadcasts 16-bit lane `lane` of each 128-bit half.
+inline __m256i lane16(int lane) { return _mm256_set1_epi16(short(((2 * lane + 1) << 8) | (2 * lane))); }
 
 template <int NT>
 inline const BlockQ8_K* q8k(const uint8_t* x, size_t xs, int t, int64_t i) {
@@ -75,26 +126,30 @@ inline const BlockQ8_0* q80(const uint8_t* x, size_t xs, int t, int64_t i) {
 }
 
 // Q4_K x Q8_K: unsigned nibbles times signed activations; the mins are applied
-// through the activation's group sums (bsums).
+// through the activation's group sums (bsums). Scales are unpacked in SIMD
+// once per block and broadcast per group with pshufb.
 struct Q4K {
+  static constexpr bool kQ8_0Act = false;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m128i min_pairs = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w);
     for (int64_t i = 0; i < k / 256; ++i) {
       const BlockQ4_K& b = blocks[i];
-      uint8_t sc[8], mn[8];
-      for (int g = 0; g < 8; ++g) k4_scale_min(g, b.scales, sc[g], mn[g]);
-      const __m256i mins16 = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
-                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+      prefetch_ahead(&b);
+      const __m128i sm = k4_scales_mins(b.scales);
+      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, min_pairs));  // min g for bsums 2g, 2g+1
+      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));        // scales 0-7 per half
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         const __m256i q = load256(b.qs + 32 * c);
         const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        const __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+        const __m256i slo = _mm256_shuffle_epi8(sc16, lane16(2 * c));
+        const __m256i shi = _mm256_shuffle_epi8(sc16, lane16(2 * c + 1));
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
           const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
@@ -116,18 +171,19 @@ struct Q4K {
 
 // Q5_K: Q4_K plus a fifth bit per element from qh (bit g for group g).
 struct Q5K {
+  static constexpr bool kQ8_0Act = false;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
+    const __m128i min_pairs = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     const auto* blocks = reinterpret_cast<const BlockQ5_K*>(w);
     for (int64_t i = 0; i < k / 256; ++i) {
       const BlockQ5_K& b = blocks[i];
-      uint8_t sc[8], mn[8];
-      for (int g = 0; g < 8; ++g) k4_scale_min(g, b.scales, sc[g], mn[g]);
-      const __m256i mins16 = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
-                                               mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+      const __m128i sm = k4_scales_mins(b.scales);
+      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, min_pairs));
+      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
       const __m256i qh = load256(b.qh);
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
@@ -138,7 +194,8 @@ struct Q5K {
         const __m256i hhi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mhi), mhi), bit4);
         const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), hlo);
         const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hhi);
-        const __m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+        const __m256i slo = _mm256_shuffle_epi8(sc16, lane16(2 * c));
+        const __m256i shi = _mm256_shuffle_epi8(sc16, lane16(2 * c + 1));
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
           const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
@@ -160,17 +217,23 @@ struct Q5K {
 
 // Q6_K: 6-bit codes q in [0, 63] stand for q - 32; the -32 is applied through bsums.
 struct Q6K {
+  static constexpr bool kQ8_0Act = false;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x03);
     const auto* blocks = reinterpret_cast<const BlockQ6_K*>(w);
     for (int64_t i = 0; i < k / 256; ++i) {
       const BlockQ6_K& b = blocks[i];
+      prefetch_ahead(&b);
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int h = 0; h < 2; ++h) {
+        // Scales 8h..8h+7 as 16-bit lanes in both halves; pshufb then puts
+        // scale g in the low half and g + 1 in the high half.
+        const __m256i sc8 = _mm256_broadcastsi128_si256(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales + 8 * h))));
         const __m256i l0 = load256(b.ql + 64 * h), l1 = load256(b.ql + 64 * h + 32), qh = load256(b.qh + 32 * h);
         __m256i q[4];
         q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
@@ -181,8 +244,8 @@ struct Q6K {
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
         for (int j = 0; j < 4; ++j) {
-          const int g = 8 * h + 2 * j;
-          const __m256i sv = _mm256_setr_m128i(_mm_set1_epi16(b.scales[g]), _mm_set1_epi16(b.scales[g + 1]));
+          const __m256i sv = _mm256_shuffle_epi8(sc8, _mm256_setr_m128i(_mm256_castsi256_si128(lane16(2 * j)),
+                                                                         _mm256_castsi256_si128(lane16(2 * j + 1))));
           for (int t = 0; t < NT; ++t) {
             const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 128 * h + 32 * j;
             isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[j], load256(xq)), sv));
@@ -204,8 +267,9 @@ struct Q6K {
 
 // IQ4_XS: nibbles index the 16-entry value table (pshufb), 6-bit block scales.
 struct IQ4XS {
+  static constexpr bool kQ8_0Act = false;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -242,25 +306,39 @@ struct IQ4XS {
 };
 
 // 32-element blocks against Q8_0 activations; Unpack gives the signed weights.
+// xd holds the tile's activation scales as floats, [block][4 tokens].
 template <class Block, class Unpack>
 struct Small {
+  static constexpr bool kQ8_0Act = true;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
-    __m256 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float* xd) {
+    // Two accumulators per token (even and odd blocks) so consecutive FMAs do
+    // not wait on each other's latency.
+    __m256 acc0[NT], acc1[NT];
+    for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     const auto* blocks = reinterpret_cast<const Block*>(w);
-    for (int64_t i = 0; i < k / 32; ++i) {
+    const int64_t nb = k / 32;
+    auto step = [&](int64_t i, __m256* acc) {
+      prefetch_ahead(blocks + i);
       const __m256i v = Unpack::get(blocks[i]);
       const __m256i av = _mm256_sign_epi8(v, v);
-      const float d = h2f(blocks[i].d);
+      const __m128 ds = _mm_mul_ps(_mm_set1_ps(h2f(blocks[i].d)), _mm_loadu_ps(xd + 4 * i));
+      alignas(16) float s[4];
+      _mm_store_ps(s, ds);
       for (int t = 0; t < NT; ++t) {
-        const BlockQ8_0* xb = q80<NT>(x, xs, t, i);
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(load256(xb->qs), v)), ones);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * h2f(xb->d)), acc[t]);
+        const __m256i xv = load256(q80<NT>(x, xs, t, i)->qs);
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(xv, v)), ones);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s[t]), acc[t]);
       }
+    };
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+      step(i, acc0);
+      step(i + 1, acc1);
     }
-    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
+    if (i < nb) step(i, acc0);
+    for (int t = 0; t < NT; ++t) out[t] = hsum(_mm256_add_ps(acc0[t], acc1[t]));
   }
 };
 struct UnpackQ8_0 {
@@ -310,8 +388,9 @@ struct BF16W {
 };
 template <class F>
 struct Float {
+  static constexpr bool kQ8_0Act = false;
   template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     const auto* wp = reinterpret_cast<const typename F::T*>(w);
     const float* xp[NT];
     for (int t = 0; t < NT; ++t) xp[t] = reinterpret_cast<const float*>(x + size_t(t) * xs);
