@@ -64,16 +64,21 @@ void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, c
     }
     xd = scales.data();
   }
-  float out[4];
+  constexpr int kTile = K::kTile;  // tokens per tile: 4, or 8 where the kernel's registers allow
+  float out[8];
   for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
     const int64_t re = std::min(rc + kRowChunk, r1);
-    for (int64_t t = 0; t < ntok; t += 4) {
-      const int64_t nt = std::min<int64_t>(4, ntok - t);
+    for (int64_t t = 0; t < ntok; t += kTile) {
+      const int64_t nt = std::min<int64_t>(kTile, ntok - t);
       const uint8_t* x = xq + size_t(t) * xs;
       const float* tile_scales = xd ? xd + (t / 4) * nb32 * 4 : nullptr;
       for (int64_t r = rc; r < re; ++r) {
         const uint8_t* row = W + size_t(r) * w_stride;
         switch (nt) {
+          case 8: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 8 : 1>(row, x, xs, k, out, tile_scales); break;
+          case 7: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 7 : 1>(row, x, xs, k, out, tile_scales); break;
+          case 6: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 6 : 1>(row, x, xs, k, out, tile_scales); break;
+          case 5: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 5 : 1>(row, x, xs, k, out, tile_scales); break;
           case 4: K::template dot<4>(row, x, xs, k, out, tile_scales); break;
           case 3: K::template dot<3>(row, x, xs, k, out, tile_scales); break;
           case 2: K::template dot<2>(row, x, xs, k, out, tile_scales); break;
@@ -103,6 +108,9 @@ inline __m128i k4_scales_mins(const uint8_t* s) {
 // a row's end fetches the start of the next row, which is the next one read).
 // The hardware prefetcher alone leaves the decode kernels waiting on DRAM.
 // One prefetch per cache line the block spans, so the whole stream is covered.
+#ifndef EMBER_QPERF_TILE
+#define EMBER_QPERF_TILE 8
+#endif
 #ifndef EMBER_QPERF_PF
 #define EMBER_QPERF_PF 384
 #endif
@@ -130,6 +138,7 @@ inline const BlockQ8_0* q80(const uint8_t* x, size_t xs, int t, int64_t i) {
 // once per block and broadcast per group with pshufb.
 struct Q4K {
   static constexpr bool kQ8_0Act = false;
+  static constexpr int kTile = EMBER_QPERF_TILE;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
@@ -145,16 +154,22 @@ struct Q4K {
       const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));        // scales 0-7 per half
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      // Not unrolled on purpose: unrolled, GCC computes every product of the
+      // block first and spills them to the stack before summing.
+      __m256i idx = _mm256_set1_epi16(0x0100);  // pshufb index of scale 2c, advanced by one lane per group
+      const __m256i next = _mm256_set1_epi16(0x0202);
+#pragma GCC unroll 1
       for (int c = 0; c < 4; ++c) {
         const __m256i q = load256(b.qs + 32 * c);
         const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        const __m256i slo = _mm256_shuffle_epi8(sc16, lane16(2 * c));
-        const __m256i shi = _mm256_shuffle_epi8(sc16, lane16(2 * c + 1));
+        const __m256i slo = _mm256_shuffle_epi8(sc16, idx);
+        idx = _mm256_add_epi16(idx, next);
+        const __m256i shi = _mm256_shuffle_epi8(sc16, idx);
+        idx = _mm256_add_epi16(idx, next);
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
-          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
-          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi);
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi));
         }
       }
       const float d = h2f(b.d), dmin = h2f(b.dmin);
@@ -172,6 +187,7 @@ struct Q4K {
 // Q5_K: Q4_K plus a fifth bit per element from qh (bit g for group g).
 struct Q5K {
   static constexpr bool kQ8_0Act = false;
+  static constexpr int kTile = 4;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
@@ -218,6 +234,7 @@ struct Q5K {
 // Q6_K: 6-bit codes q in [0, 63] stand for q - 32; the -32 is applied through bsums.
 struct Q6K {
   static constexpr bool kQ8_0Act = false;
+  static constexpr int kTile = 4;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
@@ -268,6 +285,7 @@ struct Q6K {
 // IQ4_XS: nibbles index the 16-entry value table (pshufb), 6-bit block scales.
 struct IQ4XS {
   static constexpr bool kQ8_0Act = false;
+  static constexpr int kTile = 4;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
@@ -310,6 +328,7 @@ struct IQ4XS {
 template <class Block, class Unpack>
 struct Small {
   static constexpr bool kQ8_0Act = true;
+  static constexpr int kTile = 4;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float* xd) {
     // Two accumulators per token (even and odd blocks) so consecutive FMAs do
@@ -389,6 +408,7 @@ struct BF16W {
 template <class F>
 struct Float {
   static constexpr bool kQ8_0Act = false;
+  static constexpr int kTile = 4;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     const auto* wp = reinterpret_cast<const typename F::T*>(w);
