@@ -154,30 +154,40 @@ struct Q4K {
       const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));        // scales 0-7 per half
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-      // Not unrolled on purpose: unrolled, GCC computes every product of the
-      // block first and spills them to the stack before summing.
-      __m256i idx = _mm256_set1_epi16(0x0100);  // pshufb index of scale 2c, advanced by one lane per group
-      const __m256i next = _mm256_set1_epi16(0x0202);
-#pragma GCC unroll 1
-      for (int c = 0; c < 4; ++c) {
+      // Chunk c holds group 2c in its low nibbles and group 2c + 1 in its high ones.
+      auto chunk = [&](int c, __m256i idx_lo, __m256i idx_hi) {
         const __m256i q = load256(b.qs + 32 * c);
         const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-        const __m256i slo = _mm256_shuffle_epi8(sc16, idx);
-        idx = _mm256_add_epi16(idx, next);
-        const __m256i shi = _mm256_shuffle_epi8(sc16, idx);
-        idx = _mm256_add_epi16(idx, next);
+        const __m256i slo = _mm256_shuffle_epi8(sc16, idx_lo), shi = _mm256_shuffle_epi8(sc16, idx_hi);
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo));
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi));
         }
+      };
+      if constexpr (NT <= 2) {
+        for (int c = 0; c < 4; ++c) chunk(c, lane16(2 * c), lane16(2 * c + 1));
+      } else {
+        // Rolled on purpose for wide tiles: unrolled, GCC computes every
+        // product of the block first and spills them before summing.
+        __m256i idx = _mm256_set1_epi16(0x0100);  // pshufb index of scale 2c, one lane further per group
+        const __m256i next = _mm256_set1_epi16(0x0202);
+#pragma GCC unroll 1
+        for (int c = 0; c < 4; ++c) {
+          chunk(c, idx, _mm256_add_epi16(idx, next));
+          idx = _mm256_add_epi16(idx, _mm256_add_epi16(next, next));
+        }
       }
-      const float d = h2f(b.d), dmin = h2f(b.dmin);
+      // d and dmin are adjacent halves: one conversion gives both.
+      uint32_t dpair;
+      std::memcpy(&dpair, &b.d, 4);
+      const __m128 dm = _mm_cvtph_ps(_mm_cvtsi32_si128(int(dpair)));
+      const __m256 vd = _mm256_broadcastss_ps(dm), vdmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
       for (int t = 0; t < NT; ++t) {
         const BlockQ8_K* xb = q8k<NT>(x, xs, t, i);
         const __m256i msum = _mm256_madd_epi16(load256(xb->bsums), mins16);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * xb->d), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb->d), acc[t]);
+        const __m256 v = _mm256_fmsub_ps(_mm256_cvtepi32_ps(isum[t]), vd, _mm256_mul_ps(_mm256_cvtepi32_ps(msum), vdmin));
+        acc[t] = _mm256_fmadd_ps(v, _mm256_broadcast_ss(&xb->d), acc[t]);
       }
     }
     for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
@@ -246,6 +256,8 @@ struct Q6K {
       prefetch_ahead(&b);
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      // Rolled for the same reason as in Q4K: unrolled, partial products spill.
+#pragma GCC unroll 1
       for (int h = 0; h < 2; ++h) {
         // Scales 8h..8h+7 as 16-bit lanes in both halves; pshufb then puts
         // scale g in the low half and g + 1 in the high half.
