@@ -75,6 +75,26 @@ TEST_P(HfFixture, ConvertedGgufMatchesTransformers) {
   }
 }
 
+// Whole model with 8-bit weights (and 8-bit activations in the integer dot
+// products). Each Q8_0 weight is off by up to half a step of 1/127 of its
+// block's largest magnitude (~0.4% of it; F16 is ~40x finer). The fixtures use
+// weights of std 0.2 on 64-wide layers, so that F16 rounding cannot flip their
+// greedy tokens; that scale amplifies per-weight error strongly through 2-4
+// layers (and can move a MoE route), so measured errors reach 0.06-0.24 of the
+// largest logit. Bound: 0.3, and >= 80% argmax agreement. Exactness of the Q8_0
+// path itself is checked against the peer engine's Q8_0 file (peer_gguf_test).
+TEST_P(HfFixture, ConvertedQ8_0StaysCloseToTransformers) {
+  const Fixture f = load_fixture(GetParam());
+  ThreadPool pool(2);
+  const fs::path out = fs::temp_directory_path() / ("ember-fixture-" + f.name + "-Q8_0.gguf");
+  convert_hf_to_gguf(f.dir.string(), out.string(), "Q8_0", pool, false);
+  auto m = Model::load(out.string());
+  const auto logits = test::all_logits(*m, f.ids);
+  EXPECT_LE(test::max_rel_error(logits, f.logits), 0.3) << f.name << " (GGUF Q8_0)";
+  EXPECT_GE(test::argmax_agreement(logits, f.logits, m->desc().vocab), 0.8) << f.name << " (GGUF Q8_0)";
+  fs::remove(out);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, HfFixture, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HfFixture);

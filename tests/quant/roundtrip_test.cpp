@@ -69,7 +69,7 @@ TEST(RoundTrip, BadInputThrows) {
   std::vector<uint8_t> q(1024);
   EXPECT_THROW(quantize_row(GgmlType::Q4_K, x.data(), q.data(), 300), Error);   // not a multiple of 256
   EXPECT_THROW(dequantize_row(GgmlType::Q4_0, q.data(), x.data(), 33), Error);  // not a multiple of 32
-  EXPECT_THROW(quantize_row(GgmlType::IQ2_XXS, x.data(), q.data(), 256), Error); // no quantiser
+  EXPECT_THROW(quantize_row(GgmlType::Q8_1, x.data(), q.data(), 256), Error);    // no quantiser
   EXPECT_THROW(dequantize_row(GgmlType::I32, q.data(), x.data(), 4), Error);
   EXPECT_THROW(dequantize_row(static_cast<GgmlType>(4), q.data(), x.data(), 4), Error);
 }
