@@ -43,6 +43,21 @@ int main() {
     const auto tq = Clock::now();
     for (int64_t r = 0; r < rows; ++r) quant::quantize_row(t, wf.data() + r * k, w.data() + r * rb, k);
     const double quant_s = seconds_since(tq);
+    // Tile shapes the timed runs do not reach (the kernels tile tokens by 4 or 8).
+    for (int64_t ntok : {2, 5, 6, 9, 13}) {
+      const int64_t check_rows = 5;
+      const size_t xb = quant::activation_row_bytes(t, k);
+      std::vector<uint8_t> xq(xb * size_t(ntok));
+      for (int64_t s = 0; s < ntok; ++s) quant::quantize_activation_row(t, wf.data() + s * k, xq.data() + s * xb, k);
+      std::vector<float> y(size_t(check_rows * ntok)), ys(y.size());
+      quant::matmul_rows(t, w.data(), rb, 0, check_rows, k, xq.data(), xb, ntok, y.data(), check_rows);
+      quant::matmul_rows_scalar(t, w.data(), rb, 0, check_rows, k, xq.data(), xb, ntok, ys.data(), check_rows);
+      for (size_t i = 0; i < y.size(); ++i)
+        if (std::fabs(y[i] - ys[i]) > 1e-3 * (std::fabs(ys[i]) + 1.0)) {
+          std::printf("  %s ntok=%lld: SIMD %g vs portable %g at %zu\n", type_name(t), (long long)ntok, y[i], ys[i], i);
+          return 1;
+        }
+    }
     for (int64_t ntok : {1, 64}) {
       const size_t xb = quant::activation_row_bytes(t, k);
       std::vector<uint8_t> xq(xb * size_t(ntok));

@@ -37,8 +37,18 @@ inline float hsum(__m256 v) {
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Calls K::dot<nt> for a runtime nt in [1, N].
+template <class K, int N>
+inline void dot_tile(int nt, const uint8_t* row, const uint8_t* x, size_t xs, int64_t k, float* out,
+                     const float* scales) {
+  if constexpr (N > 1) {
+    if (nt < N) return dot_tile<K, N - 1>(nt, row, x, xs, k, out, scales);
+  }
+  K::template dot<N>(row, x, xs, k, out, scales);
+}
+
 // Drives a kernel K over rows [r0, r1) and all tokens. Rows go in chunks
-// small enough to stay in L1/L2 while every 4-token tile of activations
+// small enough to stay in L1/L2 while every tile of activations (4 or 8 tokens)
 // passes over them, so for prefill each weight byte is fetched from memory
 // once and each activation tile is read from cache once per chunk, not once
 // per row.
@@ -65,6 +75,7 @@ void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, c
     xd = scales.data();
   }
   constexpr int kTile = K::kTile;  // tokens per tile: 4, or 8 where the kernel's registers allow
+  static_assert(kTile == 4 || (kTile == 8 && !K::kQ8_0Act), "activation scales are laid out in tiles of 4");
   float out[8];
   for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
     const int64_t re = std::min(rc + kRowChunk, r1);
@@ -74,16 +85,7 @@ void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, c
       const float* tile_scales = xd ? xd + (t / 4) * nb32 * 4 : nullptr;
       for (int64_t r = rc; r < re; ++r) {
         const uint8_t* row = W + size_t(r) * w_stride;
-        switch (nt) {
-          case 8: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 8 : 1>(row, x, xs, k, out, tile_scales); break;
-          case 7: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 7 : 1>(row, x, xs, k, out, tile_scales); break;
-          case 6: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 6 : 1>(row, x, xs, k, out, tile_scales); break;
-          case 5: if constexpr (kTile == 8) K::template dot<kTile == 8 ? 5 : 1>(row, x, xs, k, out, tile_scales); break;
-          case 4: K::template dot<4>(row, x, xs, k, out, tile_scales); break;
-          case 3: K::template dot<3>(row, x, xs, k, out, tile_scales); break;
-          case 2: K::template dot<2>(row, x, xs, k, out, tile_scales); break;
-          default: K::template dot<1>(row, x, xs, k, out, tile_scales); break;
-        }
+        dot_tile<K, kTile>(int(nt), row, x, xs, k, out, tile_scales);
         for (int i = 0; i < nt; ++i) Y[(t + i) * ldy + r] = out[i];
       }
     }
@@ -108,13 +110,8 @@ inline __m128i k4_scales_mins(const uint8_t* s) {
 // a row's end fetches the start of the next row, which is the next one read).
 // The hardware prefetcher alone leaves the decode kernels waiting on DRAM.
 // One prefetch per cache line the block spans, so the whole stream is covered.
-#ifndef EMBER_QPERF_TILE
-#define EMBER_QPERF_TILE 8
-#endif
-#ifndef EMBER_QPERF_PF
-#define EMBER_QPERF_PF 384
-#endif
-constexpr int kPrefetchBytes = EMBER_QPERF_PF;
+// 384 bytes measured best of 256-2048 on the Zen 3 machine (bench/quant/NOTES.md).
+constexpr int kPrefetchBytes = 384;
 template <class Block>
 inline void prefetch_ahead(const Block* b) {
   const char* p = reinterpret_cast<const char*>(b) + kPrefetchBytes;
@@ -138,7 +135,7 @@ inline const BlockQ8_0* q80(const uint8_t* x, size_t xs, int t, int64_t i) {
 // once per block and broadcast per group with pshufb.
 struct Q4K {
   static constexpr bool kQ8_0Act = false;
-  static constexpr int kTile = EMBER_QPERF_TILE;
+  static constexpr int kTile = 8;  // isum and acc for 8 tokens fit in the 16 ymm registers
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
     __m256 acc[NT];
