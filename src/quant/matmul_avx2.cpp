@@ -130,10 +130,12 @@ inline const BlockQ8_0* q80(const uint8_t* x, size_t xs, int t, int64_t i) {
   return reinterpret_cast<const BlockQ8_0*>(x + size_t(t) * xs) + i;
 }
 
-// Q4_K x Q8_K: unsigned nibbles times signed activations; the mins are applied
-// through the activation's group sums (bsums). Scales are unpacked in SIMD
-// once per block and broadcast per group with pshufb.
-struct Q4K {
+// Q4_K / Q5_K x Q8_K: unsigned 4- (or 5-) bit codes times signed activations;
+// the mins are applied through the activation's group sums (bsums). Scales are
+// unpacked in SIMD once per block and broadcast per group with pshufb. Q5_K
+// adds a fifth bit per element from qh (bit g of byte e for element e of group g).
+template <class Block, bool kFifthBit>
+struct K4Bit {
   static constexpr bool kQ8_0Act = false;
   static constexpr int kTile = 8;  // isum and acc for 8 tokens fit in the 16 ymm registers
   template <int NT>
@@ -142,9 +144,9 @@ struct Q4K {
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m128i min_pairs = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w);
+    const auto* blocks = reinterpret_cast<const Block*>(w);
     for (int64_t i = 0; i < k / 256; ++i) {
-      const BlockQ4_K& b = blocks[i];
+      const Block& b = blocks[i];
       prefetch_ahead(&b);
       const __m128i sm = k4_scales_mins(b.scales);
       const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, min_pairs));  // min g for bsums 2g, 2g+1
@@ -154,7 +156,18 @@ struct Q4K {
       // Chunk c holds group 2c in its low nibbles and group 2c + 1 in its high ones.
       auto chunk = [&](int c, __m256i idx_lo, __m256i idx_hi) {
         const __m256i q = load256(b.qs + 32 * c);
-        const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if constexpr (kFifthBit) {
+          // Shift bits 2c and 2c + 1 of qh up to bit 4 and bit 5, then keep bit 4 of each.
+          const __m256i qh = load256(b.qh), bit4 = _mm256_set1_epi8(0x10);
+          const __m128i sh_lo = _mm_cvtsi32_si128(4 - 2 * c);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(2 * c <= 4 ? _mm256_sll_epi16(qh, sh_lo)
+                                                                  : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c - 4)),
+                                                    bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(2 * c + 1 <= 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(3 - 2 * c))
+                                                                      : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c - 3)),
+                                                    bit4));
+        }
         const __m256i slo = _mm256_shuffle_epi8(sc16, idx_lo), shi = _mm256_shuffle_epi8(sc16, idx_hi);
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
@@ -190,53 +203,8 @@ struct Q4K {
     for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
   }
 };
-
-// Q5_K: Q4_K plus a fifth bit per element from qh (bit g for group g).
-struct Q5K {
-  static constexpr bool kQ8_0Act = false;
-  static constexpr int kTile = 4;
-  template <int NT>
-  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float*) {
-    __m256 acc[NT];
-    for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10);
-    const __m128i min_pairs = _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    const auto* blocks = reinterpret_cast<const BlockQ5_K*>(w);
-    for (int64_t i = 0; i < k / 256; ++i) {
-      const BlockQ5_K& b = blocks[i];
-      const __m128i sm = k4_scales_mins(b.scales);
-      const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(sm, min_pairs));
-      const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-      const __m256i qh = load256(b.qh);
-      __m256i isum[NT];
-      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-      for (int c = 0; c < 4; ++c) {
-        const __m256i q = load256(b.qs + 32 * c);
-        const __m256i mlo = _mm256_set1_epi8(char(1 << (2 * c))), mhi = _mm256_set1_epi8(char(1 << (2 * c + 1)));
-        const __m256i hlo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mlo), mlo), bit4);
-        const __m256i hhi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, mhi), mhi), bit4);
-        const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), hlo);
-        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4), hhi);
-        const __m256i slo = _mm256_shuffle_epi8(sc16, lane16(2 * c));
-        const __m256i shi = _mm256_shuffle_epi8(sc16, lane16(2 * c + 1));
-        for (int t = 0; t < NT; ++t) {
-          const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
-          const __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo);
-          const __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(xq + 32)), shi);
-          isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p0, p1));
-        }
-      }
-      const float d = h2f(b.d), dmin = h2f(b.dmin);
-      for (int t = 0; t < NT; ++t) {
-        const BlockQ8_K* xb = q8k<NT>(x, xs, t, i);
-        const __m256i msum = _mm256_madd_epi16(load256(xb->bsums), mins16);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * xb->d), acc[t]);
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb->d), acc[t]);
-      }
-    }
-    for (int t = 0; t < NT; ++t) out[t] = hsum(acc[t]);
-  }
-};
+using Q4K = K4Bit<BlockQ4_K, false>;
+using Q5K = K4Bit<BlockQ5_K, true>;
 
 // Q6_K: 6-bit codes q in [0, 63] stand for q - 32; the -32 is applied through bsums.
 struct Q6K {
