@@ -259,6 +259,21 @@ struct Q6K {
   }
 };
 
+// The eight 6-bit scales of an IQ4_XS block, one per byte: low 4 bits from the
+// nibbles of scales_l, high 2 bits from bit pairs of scales_h.
+inline uint64_t iq4xs_scales(const BlockIQ4_XS& b) {
+  uint32_t low;
+  std::memcpy(&low, b.scales_l, 4);
+#if defined(__BMI2__)
+  return _pdep_u64(low, 0x0F0F0F0F0F0F0F0FULL) | _pdep_u64(b.scales_h, 0x3030303030303030ULL);
+#else
+  uint64_t v = 0;
+  for (int j = 0; j < 8; ++j)
+    v |= uint64_t(((low >> (4 * j)) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4)) << (8 * j);
+  return v;
+#endif
+}
+
 // IQ4_XS: nibbles index the 16-entry value table (pshufb), 6-bit block scales.
 struct IQ4XS {
   static constexpr bool kQ8_0Act = false;
@@ -272,6 +287,10 @@ struct IQ4XS {
     const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(w);
     for (int64_t i = 0; i < k / 256; ++i) {
       const BlockIQ4_XS& b = blocks[i];
+      prefetch_ahead(&b);
+      // The eight 6-bit scales (minus 32) as 16-bit lanes, repeated in both halves.
+      const __m256i sc16 = _mm256_broadcastsi128_si256(
+          _mm_sub_epi16(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(iq4xs_scales(b)))), _mm_set1_epi16(32)));
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       for (int ib = 0; ib < 8; ib += 2) {
@@ -282,8 +301,7 @@ struct IQ4XS {
         v[1] = _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x31));
         for (int s = 0; s < 2; ++s) {
           const int j = ib + s;
-          const int ls = (((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
-          const __m256i sv = _mm256_set1_epi16(int16_t(ls));
+          const __m256i sv = _mm256_shuffle_epi8(sc16, lane16(j));
           const __m256i av = _mm256_sign_epi8(v[s], v[s]);
           for (int t = 0; t < NT; ++t) {
             const __m256i xv = load256(q8k<NT>(x, xs, t, i)->qs + 32 * j);
