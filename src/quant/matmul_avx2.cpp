@@ -96,14 +96,18 @@ void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, c
 // word-wide bit operations: bytes 0-7 of the result are the eight 6-bit
 // scales, bytes 8-15 the eight 6-bit mins (the same values k4_scale_min gives).
 inline __m128i k4_scales_mins(const uint8_t* s) {
-  uint32_t v[3];
-  std::memcpy(v, s, 12);
-  constexpr uint32_t low6 = 0x3F3F3F3F, low4 = 0x0F0F0F0F, low2 = 0x03030303;
-  const uint32_t sc_lo = v[0] & low6, mn_lo = v[1] & low6;  // groups 0-3: low 6 bits of bytes 0-7
-  // Groups 4-7: low 4 bits in bytes 8-11, top 2 bits from the top of bytes 0-3 (scales) and 4-7 (mins).
-  const uint32_t sc_hi = (v[2] & low4) | (((v[0] >> 6) & low2) << 4);
-  const uint32_t mn_hi = ((v[2] >> 4) & low4) | (((v[1] >> 6) & low2) << 4);
-  return _mm_setr_epi32(int(sc_lo), int(sc_hi), int(mn_lo), int(mn_hi));
+  // Bytes 0-3 hold scales 0-3 (low 6 bits) and bytes 4-7 mins 0-3; both are
+  // handled at once as one 64-bit word. Groups 4-7 take their low 4 bits from
+  // bytes 8-11 (scales low nibble, mins high nibble) and their top 2 bits from
+  // the top of bytes 0-3 (scales) and 4-7 (mins).
+  uint64_t v01;
+  uint32_t v2;
+  std::memcpy(&v01, s, 8);
+  std::memcpy(&v2, s + 8, 4);
+  const uint64_t low = v01 & 0x3F3F3F3F3F3F3F3FULL;  // [scales 0-3 | mins 0-3]
+  const uint64_t nibbles = (uint64_t(v2) | (uint64_t(v2 >> 4) << 32)) & 0x0F0F0F0F0F0F0F0FULL;
+  const uint64_t high = nibbles | (((v01 >> 6) & 0x0303030303030303ULL) << 4);  // [scales 4-7 | mins 4-7]
+  return _mm_unpacklo_epi32(_mm_cvtsi64_si128(int64_t(low)), _mm_cvtsi64_si128(int64_t(high)));
 }
 
 // Software prefetch a fixed distance ahead of the weight stream (running past
