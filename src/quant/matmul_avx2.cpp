@@ -54,35 +54,34 @@ inline void dot_tile(int nt, const uint8_t* row, const uint8_t* x, size_t xs, in
 // per row.
 //
 // Kernels on Q8_0 activations (K::kQ8_0Act) also get the activation block
-// scales as floats, laid out [tile][block][4 tokens]: converting them once per
+// scales as floats, laid out [tile][block][kTile tokens]: converting them once per
 // call takes a half-to-float conversion and a scalar multiply out of every
 // (row, token, block) step of the inner loop.
 template <class K>
 void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
          int64_t ntok, float* Y, int64_t ldy) {
   constexpr int64_t kRowChunk = 16;
-  const int64_t ntiles = (ntok + 3) / 4;
+  constexpr int kTile = K::kTile;  // tokens per tile: 4, or 8 where the kernel's registers allow
+  const int64_t ntiles = (ntok + kTile - 1) / kTile;
   const float* xd = nullptr;
   const int64_t nb32 = k / 32;
   if constexpr (K::kQ8_0Act) {
     thread_local std::vector<float> scales;
-    scales.assign(size_t(ntiles * nb32 * 4), 0.f);
+    scales.assign(size_t(ntiles * nb32 * kTile), 0.f);
     for (int64_t t = 0; t < ntok; ++t) {
       const auto* xb = reinterpret_cast<const BlockQ8_0*>(xq + size_t(t) * xs);
-      float* dst = scales.data() + (t / 4) * nb32 * 4 + t % 4;
-      for (int64_t i = 0; i < nb32; ++i) dst[4 * i] = h2f(xb[i].d);
+      float* dst = scales.data() + (t / kTile) * nb32 * kTile + t % kTile;
+      for (int64_t i = 0; i < nb32; ++i) dst[kTile * i] = h2f(xb[i].d);
     }
     xd = scales.data();
   }
-  constexpr int kTile = K::kTile;  // tokens per tile: 4, or 8 where the kernel's registers allow
-  static_assert(kTile == 4 || (kTile == 8 && !K::kQ8_0Act), "activation scales are laid out in tiles of 4");
   float out[8];
   for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
     const int64_t re = std::min(rc + kRowChunk, r1);
     for (int64_t t = 0; t < ntok; t += kTile) {
       const int64_t nt = std::min<int64_t>(kTile, ntok - t);
       const uint8_t* x = xq + size_t(t) * xs;
-      const float* tile_scales = xd ? xd + (t / 4) * nb32 * 4 : nullptr;
+      const float* tile_scales = xd ? xd + (t / kTile) * nb32 * kTile : nullptr;
       for (int64_t r = rc; r < re; ++r) {
         const uint8_t* row = W + size_t(r) * w_stride;
         dot_tile<K, kTile>(int(nt), row, x, xs, k, out, tile_scales);
@@ -323,40 +322,52 @@ struct IQ4XS {
 };
 
 // 32-element blocks against Q8_0 activations; Unpack gives the signed weights.
-// xd holds the tile's activation scales as floats, [block][4 tokens].
+// xd holds the tile's activation scales as floats, [block][kTile tokens].
 template <class Block, class Unpack>
 struct Small {
   static constexpr bool kQ8_0Act = true;
-  static constexpr int kTile = 4;
+  static constexpr int kTile = 8;
   template <int NT>
   static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out, const float* xd) {
-    // Two accumulators per token (even and odd blocks) so consecutive FMAs do
-    // not wait on each other's latency.
-    __m256 acc0[NT], acc1[NT];
-    for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1);
     const auto* blocks = reinterpret_cast<const Block*>(w);
     const int64_t nb = k / 32;
+    // Adds block i into acc; the weight block is unpacked once for all NT tokens.
     auto step = [&](int64_t i, __m256* acc) {
       prefetch_ahead(blocks + i);
       const __m256i v = Unpack::get(blocks[i]);
       const __m256i av = _mm256_sign_epi8(v, v);
-      const __m128 ds = _mm_mul_ps(_mm_set1_ps(h2f(blocks[i].d)), _mm_loadu_ps(xd + 4 * i));
-      alignas(16) float s[4];
-      _mm_store_ps(s, ds);
+      alignas(32) float s[kTile];  // weight scale times each token's activation scale
+      if constexpr (NT <= 2) {
+        const float dw = h2f(blocks[i].d);
+        for (int t = 0; t < NT; ++t) s[t] = dw * xd[kTile * i + t];
+      } else {
+        _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(h2f(blocks[i].d)), _mm256_loadu_ps(xd + kTile * i)));
+      }
       for (int t = 0; t < NT; ++t) {
         const __m256i xv = load256(q80<NT>(x, xs, t, i)->qs);
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(xv, v)), ones);
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s[t]), acc[t]);
       }
     };
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-      step(i, acc0);
-      step(i + 1, acc1);
+    __m256 acc0[NT];
+    for (int t = 0; t < NT; ++t) acc0[t] = _mm256_setzero_ps();
+    if constexpr (NT <= 2) {
+      // Few tokens: a second accumulator set for odd blocks, so consecutive
+      // FMAs into one register do not wait on each other's latency.
+      __m256 acc1[NT];
+      for (int t = 0; t < NT; ++t) acc1[t] = _mm256_setzero_ps();
+      int64_t i = 0;
+      for (; i + 2 <= nb; i += 2) {
+        step(i, acc0);
+        step(i + 1, acc1);
+      }
+      if (i < nb) step(i, acc0);
+      for (int t = 0; t < NT; ++t) acc0[t] = _mm256_add_ps(acc0[t], acc1[t]);
+    } else {
+      for (int64_t i = 0; i < nb; ++i) step(i, acc0);
     }
-    if (i < nb) step(i, acc0);
-    for (int t = 0; t < NT; ++t) out[t] = hsum(_mm256_add_ps(acc0[t], acc1[t]));
+    for (int t = 0; t < NT; ++t) out[t] = hsum(acc0[t]);
   }
 };
 struct UnpackQ8_0 {
