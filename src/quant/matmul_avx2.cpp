@@ -1,9 +1,11 @@
 // AVX2 kernels for matmul_rows (x86-64 with AVX2 + FMA; Zen 3 has no VNNI).
 //
 // Integer products use maddubs (u8 x s8 -> pairs of s16) and madd (s16 x s16
-// -> s32). Each kernel computes one weight row against a tile of up to 4
-// activation rows, so a weight block is unpacked once and used for every
-// token of the tile; that is what makes prefill compute-bound.
+// -> s32). Each kernel computes one weight row against a tile of up to 8
+// activation rows (4 where the registers do not allow 8), so a weight block is
+// unpacked once and used for every token of the tile; that is what makes
+// prefill compute-bound. Measurements and the reasoning behind the tile
+// shapes are in bench/quant/NOTES.md.
 #include "quant/kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
