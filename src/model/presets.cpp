@@ -9,6 +9,7 @@
 #include "model/quant_mix.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/find_named.h"
 
 namespace ember {
 
@@ -102,14 +103,7 @@ const std::vector<Preset>& presets() {
   return p;
 }
 
-const Preset& preset(const std::string& name) {
-  std::string names;
-  for (const auto& p : presets()) {
-    if (p.name == name) return p;
-    names += (names.empty() ? "" : ", ") + p.name;
-  }
-  throw Error("unknown preset '" + name + "' (available: " + names + ")");
-}
+const Preset& preset(const std::string& name) { return find_named(presets(), name, "preset"); }
 
 void generate_model(const Preset& p, const std::string& mix_name, const std::string& tokenizer_dir,
                     const std::string& out_path, uint64_t seed, ThreadPool& pool, bool progress) {

@@ -2,6 +2,7 @@
 
 #include "quant/quant.h"
 #include "util/error.h"
+#include "util/find_named.h"
 
 namespace ember {
 
@@ -18,14 +19,7 @@ const std::vector<QuantMix>& quant_mixes() {
   return mixes;
 }
 
-const QuantMix& quant_mix(const std::string& name) {
-  std::string names;
-  for (const auto& m : quant_mixes()) {
-    if (m.name == name) return m;
-    names += (names.empty() ? "" : ", ") + m.name;
-  }
-  throw Error("unknown quant mix '" + name + "' (available: " + names + ")");
-}
+const QuantMix& quant_mix(const std::string& name) { return find_named(quant_mixes(), name, "quant mix"); }
 
 static bool ends_with(const std::string& s, const char* suffix) {
   const std::string x(suffix);
