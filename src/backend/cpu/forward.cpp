@@ -172,9 +172,8 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
   const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim(), hd = d.head_dim;
 
   norm_rows(L.attn_norm, n_tok);
-  matmul(pool_, L.wq, s_.xn.data(), n_tok, s_.q.data(), QD, s_.act.data());
-  matmul(pool_, L.wk, s_.xn.data(), n_tok, s_.k.data(), KVD, s_.act.data());
-  matmul(pool_, L.wv, s_.xn.data(), n_tok, s_.v.data(), KVD, s_.act.data());
+  cpu::matmul_many(pool_, {{&L.wq, s_.q.data(), QD}, {&L.wk, s_.k.data(), KVD}, {&L.wv, s_.v.data(), KVD}},
+                   s_.xn.data(), n_tok, s_.act.data());
 
   // Per token: biases, q/k norms, RoPE, then store k and v in the sequence's KV blocks.
   const int bs = kv.block_size();
@@ -236,8 +235,8 @@ void CpuBackend::dense_ffn(int l, int64_t n_tok) {
   const LayerWeights& L = model_.weights().layers[size_t(l)];
   const int64_t H = d.hidden, F = d.ffn;
   norm_rows(L.ffn_norm, n_tok);
-  matmul(pool_, L.ffn_gate, s_.xn.data(), n_tok, s_.gate.data(), F, s_.act.data());
-  matmul(pool_, L.ffn_up, s_.xn.data(), n_tok, s_.up.data(), F, s_.act.data());
+  cpu::matmul_many(pool_, {{&L.ffn_gate, s_.gate.data(), F}, {&L.ffn_up, s_.up.data(), F}}, s_.xn.data(), n_tok,
+                   s_.act.data());
   pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; ++t)
       cpu::gated_activation(d.activation, s_.gate.data() + t * F, s_.up.data() + t * F, s_.gate.data() + t * F, F);

@@ -88,8 +88,9 @@ void CpuBackend::moe_ffn(int l, int64_t n_tok) {
     if (m == 0) continue;
     for (int64_t j = 0; j < m; ++j)
       std::memcpy(s_.moe_in.data() + j * H, s_.xn.data() + int64_t(s_.expert_tokens[size_t(first + j)]) * H, size_t(H) * 4);
-    cpu::matmul(pool_, L.gate_exps.experts[size_t(e)], s_.moe_in.data(), m, s_.moe_gate.data(), EF, s_.act.data());
-    cpu::matmul(pool_, L.up_exps.experts[size_t(e)], s_.moe_in.data(), m, s_.moe_up.data(), EF, s_.act.data());
+    cpu::matmul_many(pool_, {{&L.gate_exps.experts[size_t(e)], s_.moe_gate.data(), EF},
+                             {&L.up_exps.experts[size_t(e)], s_.moe_up.data(), EF}},
+                     s_.moe_in.data(), m, s_.act.data());
     for (int64_t j = 0; j < m; ++j)
       cpu::gated_activation(d.activation, s_.moe_gate.data() + j * EF, s_.moe_up.data() + j * EF, s_.moe_gate.data() + j * EF, EF);
     cpu::matmul(pool_, L.down_exps.experts[size_t(e)], s_.moe_gate.data(), m, s_.moe_out.data(), H, s_.act.data());
