@@ -71,4 +71,28 @@ inline double argmax_agreement(const std::vector<float>& a, const std::vector<fl
   return double(same) / double(rows);
 }
 
+// Argmax agreement over the positions where the reference is decisive: its top
+// two logits differ by at least min_gap_frac of the largest |logit|. Closer
+// calls are decided by rounding (the reference quantises activations to 8 bits,
+// ember does not), so they say nothing about correctness.
+inline double decisive_argmax_agreement(const std::vector<float>& a, const std::vector<float>& ref, int64_t vocab,
+                                        double min_gap_frac) {
+  double max_abs = 0;
+  for (float v : ref) max_abs = std::max(max_abs, double(std::fabs(v)));
+  const int64_t rows = int64_t(ref.size()) / vocab;
+  int64_t counted = 0, same = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = a.data() + r * vocab;
+    const float* y = ref.data() + r * vocab;
+    const int64_t top = std::max_element(y, y + vocab) - y;
+    float second = -INFINITY;
+    for (int64_t i = 0; i < vocab; ++i)
+      if (i != top) second = std::max(second, y[i]);
+    if (double(y[top] - second) < min_gap_frac * max_abs) continue;
+    ++counted;
+    same += (std::max_element(x, x + vocab) - x) == top;
+  }
+  return counted ? double(same) / double(counted) : 1.0;
+}
+
 }  // namespace ember::test

@@ -30,9 +30,15 @@ TEST_P(PeerGguf, MatchesPeerLogits) {
   const auto got = test::all_logits(*m, ids);
   ASSERT_EQ(got.size(), ref.size());
   EXPECT_LE(test::max_rel_error(got, ref), tol) << type;
-  const double agree = test::argmax_agreement(got, ref, m->desc().vocab);
   const bool is_float = type == "F32" || type == "F16";
-  EXPECT_GE(agree, is_float ? 1.0 : 0.9) << type << ": argmax agreement";
+  if (is_float) {
+    EXPECT_EQ(test::argmax_agreement(got, ref, m->desc().vocab), 1.0) << type << ": argmax agreement";
+  } else {
+    // On the quantised files the peer rounds activations to 8 bits and ember does
+    // not, so positions whose top two logits are within 1% of the largest logit
+    // are near-ties either engine may break differently; the others must agree.
+    EXPECT_GE(test::decisive_argmax_agreement(got, ref, m->desc().vocab, 0.01), 0.9) << type << ": argmax agreement";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, PeerGguf,

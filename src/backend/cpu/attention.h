@@ -1,4 +1,5 @@
-// Causal attention of one query head over a sequence's cached keys/values.
+// Causal attention of the query heads that share one key/value head, over a
+// sequence's cached keys/values (read through its block table).
 #pragma once
 #include <cstdint>
 
@@ -10,14 +11,17 @@ struct AttentionArgs {
   const KvPool* kv;
   int layer;
   const int32_t* blocks;  // the sequence's block table
-  int kv_head;            // which key/value head this query head reads
+  int kv_head;            // the key/value head the query heads share
+  int n_q;                // query heads in the group (grouped-query attention)
   int head_dim;
   int64_t first, last;    // attend to positions [first, last]
   float scale;            // q·k multiplier
   float softcap;          // 0: none
 };
 
-// out = softmax(scale * q·K) · V over the positions; `scores` holds last - first + 1 floats.
-void attend(const AttentionArgs& a, const float* q, float* out, float* scores);
+// For each of the n_q query heads (contiguous in q, head_dim apart):
+// out = softmax(scale * q·K) · V over the positions. Each key and value row is
+// read once for the whole group. `scores` holds n_q * (last - first + 1) floats.
+void attend_group(const AttentionArgs& a, const float* q, float* out, float* scores);
 
 }  // namespace ember::cpu

@@ -33,7 +33,7 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& opt)
   s_.gate.resize(T * size_t(std::max(d.ffn, 1)));
   s_.up.resize(T * size_t(std::max(d.ffn, 1)));
   s_.logits.resize(size_t(opt.max_logit_rows) * size_t(d.vocab));
-  s_.scores.resize(size_t(pool_.size()) * size_t(opt.max_context));
+  s_.scores.resize(size_t(pool_.size()) * size_t(d.n_heads / d.n_kv_heads) * size_t(opt.max_context));
   s_.positions.resize(T);
   s_.seq_of.resize(T);
   s_.logit_rows.resize(T);
@@ -202,29 +202,31 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
     }
   }, 4);
 
-  // Attention: one task per (token, query head).
+  // Attention: one task per (token, key/value head), covering the query heads that share it.
   const int group = d.n_heads / d.n_kv_heads;
   const float scale = d.attention_scale();
-  pool_.parallel_for(n_tok * d.n_heads, [&](int64_t b, int64_t e, int thread) {
-    float* scores = s_.scores.data() + size_t(thread) * size_t(opt_.max_context);
+  pool_.parallel_for(n_tok * d.n_kv_heads, [&](int64_t b, int64_t e, int thread) {
+    float* scores = s_.scores.data() + size_t(thread) * size_t(group) * size_t(opt_.max_context);
     for (int64_t i = b; i < e; ++i) {
-      const int64_t t = i / d.n_heads;
-      const int h = int(i % d.n_heads);
+      const int64_t t = i / d.n_kv_heads;
+      const int g = int(i % d.n_kv_heads);
       const SeqStep& s = batch.seqs[size_t(s_.seq_of[size_t(t)])];
       const int64_t pos = s_.positions[size_t(t)];
       cpu::AttentionArgs a;
       a.kv = &kv;
       a.layer = l;
       a.blocks = s.blocks;
-      a.kv_head = h / group;
+      a.kv_head = g;
+      a.n_q = group;
       a.head_dim = int(hd);
       a.last = pos;
       a.first = ld.sliding_window > 0 ? std::max<int64_t>(0, pos - ld.sliding_window + 1) : 0;
       a.scale = scale;
       a.softcap = d.attn_softcap;
-      cpu::attend(a, s_.q.data() + t * QD + h * hd, s_.attn.data() + t * QD + h * hd, scores);
+      const int64_t off = t * QD + int64_t(g) * group * hd;
+      cpu::attend_group(a, s_.q.data() + off, s_.attn.data() + off, scores);
     }
-  }, 4);
+  }, 1);
 
   matmul(pool_, L.wo, s_.attn.data(), n_tok, s_.proj.data(), H, s_.act.data());
   add_residual(L.post_attn_norm, n_tok);
