@@ -10,6 +10,10 @@ namespace ember::quant::detail {
 using MatmulKernel = void (*)(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k,
                               const uint8_t* xq, size_t xq_stride, int64_t ntok, float* Y, int64_t ldy);
 
+// Longest row the SIMD kernels take (their per-tile scratch lives on the stack);
+// longer rows use the portable path.
+constexpr int64_t kMaxSimdRow = 65536;
+
 // The AVX2 kernel for a weight type, or nullptr (also on builds without AVX2).
 MatmulKernel avx2_kernel(GgmlType weight_type);
 

@@ -56,34 +56,34 @@ inline void dot_tile(int nt, const uint8_t* row, const uint8_t* x, size_t xs, in
 // per row.
 //
 // Kernels on Q8_0 activations (K::kQ8_0Act) also get the activation block
-// scales as floats, laid out [tile][block][kTile tokens]: converting them once per
-// call takes a half-to-float conversion and a scalar multiply out of every
-// (row, token, block) step of the inner loop.
+// scales of the tile as floats, laid out [block][kTile tokens]: converting them
+// once per (row chunk, tile) takes a half-to-float conversion out of every
+// (row, token, block) step of the inner loop. The buffer is on the stack, so
+// the decode loop allocates nothing (rows up to kMaxSimdRow elements).
+
 template <class K>
 void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
          int64_t ntok, float* Y, int64_t ldy) {
   constexpr int64_t kRowChunk = 16;
   constexpr int kTile = K::kTile;  // tokens per tile: 4, or 8 where the kernel's registers allow
-  const int64_t ntiles = (ntok + kTile - 1) / kTile;
-  const float* xd = nullptr;
   const int64_t nb32 = k / 32;
-  if constexpr (K::kQ8_0Act) {
-    thread_local std::vector<float> scales;
-    scales.assign(size_t(ntiles * nb32 * kTile), 0.f);
-    for (int64_t t = 0; t < ntok; ++t) {
-      const auto* xb = reinterpret_cast<const BlockQ8_0*>(xq + size_t(t) * xs);
-      float* dst = scales.data() + (t / kTile) * nb32 * kTile + t % kTile;
-      for (int64_t i = 0; i < nb32; ++i) dst[kTile * i] = h2f(xb[i].d);
-    }
-    xd = scales.data();
-  }
+  alignas(32) float tile_scales_buf[K::kQ8_0Act ? kMaxSimdRow / 32 * kTile : 1];
   float out[8];
   for (int64_t rc = r0; rc < r1; rc += kRowChunk) {
     const int64_t re = std::min(rc + kRowChunk, r1);
     for (int64_t t = 0; t < ntok; t += kTile) {
       const int64_t nt = std::min<int64_t>(kTile, ntok - t);
       const uint8_t* x = xq + size_t(t) * xs;
-      const float* tile_scales = xd ? xd + (t / kTile) * nb32 * kTile : nullptr;
+      const float* tile_scales = nullptr;
+      if constexpr (K::kQ8_0Act) {
+        for (int64_t i = 0; i < nt; ++i) {
+          const auto* xb = reinterpret_cast<const BlockQ8_0*>(x + size_t(i) * xs);
+          for (int64_t b = 0; b < nb32; ++b) tile_scales_buf[kTile * b + i] = h2f(xb[b].d);
+        }
+        for (int64_t i = nt; i < kTile; ++i)
+          for (int64_t b = 0; b < nb32; ++b) tile_scales_buf[kTile * b + i] = 0.f;
+        tile_scales = tile_scales_buf;
+      }
       for (int64_t r = rc; r < re; ++r) {
         const uint8_t* row = W + size_t(r) * w_stride;
         dot_tile<K, kTile>(int(nt), row, x, xs, k, out, tile_scales);
