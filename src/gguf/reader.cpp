@@ -14,6 +14,7 @@
 #include "gguf/cursor.h"
 #include "gguf/gguf.h"
 #include "util/error.h"
+#include "util/quote.h"
 
 namespace ember::gguf {
 
@@ -46,15 +47,6 @@ uint64_t min_value_bytes(ValueType t) {
   return 1;
 }
 
-std::string quoted(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('\'');
-  out.append(s);
-  out.push_back('\'');
-  return out;
-}
-
 // Names a metadata value for error messages: "metadata 'key'" or, inside
 // arrays, "metadata 'key' element #3 #0". Indices are pushed and popped while
 // parsing; the text is only built when something fails.
@@ -62,7 +54,7 @@ struct ValuePath {
   const std::string& key;
   std::vector<uint64_t> index;
   std::string str() const {
-    std::string out = "metadata " + quoted(key);
+    std::string out = "metadata " + single_quoted(key);
     if (!index.empty()) {
       out += " element";
       for (uint64_t i : index) out += " #" + std::to_string(i);
@@ -194,7 +186,7 @@ void Reader::parse(const uint8_t* data, size_t size) {
     const size_t key_at = c.pos();
     const std::string key_field = "metadata key #" + std::to_string(k);
     std::string key = c.read_string([&] { return key_field + " string"; });
-    if (kv_index_.count(key)) c.fail(key_field, key_at, "duplicate key " + quoted(key));
+    if (kv_index_.count(key)) c.fail(key_field, key_at, "duplicate key " + single_quoted(key));
     ValuePath path{key, {}};
     const ValueType t = read_value_type(c, [&] { return path.str() + " value type"; });
     if (key == "general.alignment") alignment_value_at = c.pos();
@@ -226,8 +218,8 @@ void Reader::parse(const uint8_t* data, size_t size) {
     const size_t name_at = c.pos();
     ti.name = c.read_string([&] { return "tensor #" + std::to_string(t) + " name"; });
     if (tensor_index_.count(ti.name))
-      c.fail("tensor #" + std::to_string(t) + " name", name_at, "duplicate tensor name " + quoted(ti.name));
-    const std::string tname = "tensor " + quoted(ti.name);
+      c.fail("tensor #" + std::to_string(t) + " name", name_at, "duplicate tensor name " + single_quoted(ti.name));
+    const std::string tname = "tensor " + single_quoted(ti.name);
 
     const size_t dims_at = c.pos();
     const uint32_t n_dims = c.read<uint32_t>([&] { return tname + " dimension count"; });
@@ -283,7 +275,7 @@ void Reader::parse(const uint8_t* data, size_t size) {
   data_offset_ = (uint64_t(c.pos()) + alignment_ - 1) / alignment_ * alignment_;
   for (size_t t = 0; t < tensors_.size(); ++t) {
     TensorInfo& ti = tensors_[t];
-    const std::string field = "tensor " + quoted(ti.name) + " data";
+    const std::string field = "tensor " + single_quoted(ti.name) + " data";
     if (ti.offset > size || data_offset_ > size - ti.offset)
       c.fail(field, offset_at[t],
              "offset " + std::to_string(ti.offset) + " starts past end of file (data section at byte " +
@@ -304,8 +296,8 @@ void Reader::parse(const uint8_t* data, size_t size) {
     const TensorInfo& ti = tensors_[k];
     if (ti.nbytes == 0) continue;
     if (prev && prev->offset + prev->nbytes > ti.offset)
-      c.fail("tensor " + quoted(ti.name) + " data", data_offset_ + ti.offset,
-             "overlaps tensor " + quoted(prev->name) + " (data bytes " + std::to_string(data_offset_ + prev->offset) +
+      c.fail("tensor " + single_quoted(ti.name) + " data", data_offset_ + ti.offset,
+             "overlaps tensor " + single_quoted(prev->name) + " (data bytes " + std::to_string(data_offset_ + prev->offset) +
                  " to " + std::to_string(data_offset_ + prev->offset + prev->nbytes) + ")");
     prev = &ti;
   }

@@ -8,6 +8,7 @@
 
 #include "safetensors/safetensors.h"
 #include "util/error.h"
+#include "util/quote.h"
 
 namespace ember::safetensors {
 
@@ -23,15 +24,6 @@ constexpr DtypeSize kDtypes[] = {
     {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},   {"I32", 4},     {"U32", 4},
     {"F32", 4},  {"I64", 8}, {"U64", 8}, {"F64", 8},
 };
-
-std::string in_quotes(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('\'');
-  out.append(s);
-  out.push_back('\'');
-  return out;
-}
 
 }  // namespace
 
@@ -85,12 +77,12 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
     if (key == "__metadata__") {
       if (!entry.is_object()) fail("header '__metadata__'", 8, "is not an object of strings " + where);
       for (const auto& [mk, mv] : entry.items()) {
-        if (!mv.is_string()) fail("header '__metadata__' key " + in_quotes(mk), 8, "value is not a string " + where);
+        if (!mv.is_string()) fail("header '__metadata__' key " + single_quoted(mk), 8, "value is not a string " + where);
         metadata_[mk] = mv.get<std::string>();
       }
       continue;
     }
-    const std::string field = "tensor " + in_quotes(key);
+    const std::string field = "tensor " + single_quoted(key);
     auto bad = [&](const std::string& problem) { fail(field, 8, problem + " " + where); };
     if (!entry.is_object()) bad("entry is not an object");
 
@@ -101,7 +93,7 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
     if (dtype == entry.end() || !dtype->is_string()) bad("has no \"dtype\" string");
     t.dtype = dtype->get<std::string>();
     const size_t elem_bytes = dtype_size(t.dtype);
-    if (elem_bytes == 0) bad("dtype " + in_quotes(t.dtype) + " is unknown or unsupported");
+    if (elem_bytes == 0) bad("dtype " + single_quoted(t.dtype) + " is unknown or unsupported");
 
     const auto shape = entry.find("shape");
     if (shape == entry.end() || !shape->is_array()) bad("has no \"shape\" array");
@@ -152,11 +144,11 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
   for (size_t k : order) {
     const Tensor& t = found[k];
     if (begins[k] < covered)
-      fail("tensor " + in_quotes(t.name) + " data", data_start + begins[k],
-           "overlaps tensor " + in_quotes(prev->name) + " (data bytes " + std::to_string(data_start + covered - prev->nbytes) +
+      fail("tensor " + single_quoted(t.name) + " data", data_start + begins[k],
+           "overlaps tensor " + single_quoted(prev->name) + " (data bytes " + std::to_string(data_start + covered - prev->nbytes) +
                " to " + std::to_string(data_start + covered) + ")");
     if (begins[k] > covered)
-      fail("tensor " + in_quotes(t.name) + " data", data_start + covered,
+      fail("tensor " + single_quoted(t.name) + " data", data_start + covered,
            "a gap of " + std::to_string(begins[k] - covered) + " bytes precedes this tensor's data");
     covered = begins[k] + t.nbytes;
     prev = &t;
@@ -168,7 +160,7 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
   for (size_t k : order) {
     Tensor& t = found[k];
     if (index_.count(t.name))
-      throw Error(name + ": tensor " + in_quotes(t.name) + " is also in " + tensors_[index_.at(t.name)].file);
+      throw Error(name + ": tensor " + single_quoted(t.name) + " is also in " + tensors_[index_.at(t.name)].file);
     index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }

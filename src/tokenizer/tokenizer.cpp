@@ -98,6 +98,19 @@ void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<
 
 // The ByteLevel pre-tokenizer's own split (GPT-2's pattern, JavaScript's \s set).
 const char kJsSpace[] = "\\t\\n\\x0B\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+// Ends a run of raw bytes that decoders turned tokens into: the run becomes one
+// UTF-8 text piece (invalid sequences as U+FFFD). For the last run, records
+// whether it stopped inside a sequence, which streaming decode must hold back.
+void flush_utf8_run(std::string& bytes, bool last, std::vector<std::string>& out, bool& pending_tail) {
+  utf8::Decoder dec;
+  std::string text;
+  dec.feed(bytes, text);
+  if (last) pending_tail = dec.pending();
+  dec.finish(text);
+  out.push_back(std::move(text));
+  bytes.clear();
+}
+
 std::string gpt2_pattern() {
   std::string s = kJsSpace;
   return "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" + s + "\\p{L}\\p{N}]+|[" + s + "]+(?![^" + s + "])|[" +
@@ -307,13 +320,7 @@ DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool c
         bool in_run = false;
         auto flush = [&](bool last) {
           if (!in_run) return;
-          utf8::Decoder dec;
-          std::string text;
-          dec.feed(bytes, text);
-          if (last) r.pending_tail = dec.pending();
-          dec.finish(text);
-          out.push_back(std::move(text));
-          bytes.clear();
+          flush_utf8_run(bytes, last, out, r.pending_tail);
           in_run = false;
         };
         r.pending_tail = false;
@@ -336,14 +343,7 @@ DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool c
       case DecoderStep::Kind::ByteFallback: {
         std::string bytes;
         auto flush = [&](bool last) {
-          if (bytes.empty()) return;
-          utf8::Decoder dec;
-          std::string text;
-          dec.feed(bytes, text);
-          if (last) r.pending_tail = dec.pending();
-          dec.finish(text);
-          out.push_back(std::move(text));
-          bytes.clear();
+          if (!bytes.empty()) flush_utf8_run(bytes, last, out, r.pending_tail);
         };
         r.pending_tail = false;
         for (const std::string& t : toks) {
