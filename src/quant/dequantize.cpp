@@ -82,31 +82,23 @@ void deq_q3_k(const BlockQ3_K& b, float* y) {
   }
 }
 // Q4_K: group g (32 elements) = d*sc_g*q - dmin*m_g; bytes qs[32c..] low nibbles are group 2c, high 2c+1.
-void deq_q4_k(const BlockQ4_K& b, float* y) {
+// Q5_K: the same, plus bit g of qh[l] as bit 4 of element l of group g.
+template <class Block, bool kHighBit>
+void deq_k4_family(const Block& b, float* y) {
   const float d = h2f(b.d), dmin = h2f(b.dmin);
   for (int g = 0; g < 8; ++g) {
     uint8_t sc, m;
     k4_scale_min(g, b.scales, sc, m);
     const uint8_t* q = b.qs + 32 * (g / 2);
     for (int l = 0; l < 32; ++l) {
-      const int v = (g & 1) ? (q[l] >> 4) : (q[l] & 0xF);
+      int v = (g & 1) ? (q[l] >> 4) : (q[l] & 0xF);
+      if constexpr (kHighBit) v |= ((b.qh[l] >> g) & 1) << 4;
       y[32 * g + l] = d * float(sc) * float(v) - dmin * float(m);
     }
   }
 }
-// Q5_K: Q4_K plus bit g of qh[l] as bit 4 of element l of group g.
-void deq_q5_k(const BlockQ5_K& b, float* y) {
-  const float d = h2f(b.d), dmin = h2f(b.dmin);
-  for (int g = 0; g < 8; ++g) {
-    uint8_t sc, m;
-    k4_scale_min(g, b.scales, sc, m);
-    const uint8_t* q = b.qs + 32 * (g / 2);
-    for (int l = 0; l < 32; ++l) {
-      const int v = ((g & 1) ? (q[l] >> 4) : (q[l] & 0xF)) | (((b.qh[l] >> g) & 1) << 4);
-      y[32 * g + l] = d * float(sc) * float(v) - dmin * float(m);
-    }
-  }
-}
+void deq_q4_k(const BlockQ4_K& b, float* y) { deq_k4_family<BlockQ4_K, false>(b, y); }
+void deq_q5_k(const BlockQ5_K& b, float* y) { deq_k4_family<BlockQ5_K, true>(b, y); }
 // Q6_K: per 128-element half h: element 32k+l (k = 0..3) takes low nibble from
 // ql[64h + l + 32*(k&1)] (high nibble when k >= 2) and 2 bits from qh[32h + l] at shift 2k.
 void deq_q6_k(const BlockQ6_K& b, float* y) {
