@@ -41,7 +41,7 @@ void convert_hf_to_gguf(const std::string& dir, const std::string& out_path, con
     ExportTensor t;
     t.name = s.name;
     t.ne = s.ne;
-    t.type = tensor_type(mix, tensor_role(s.name), s.ne[0]);
+    t.type = tensor_type(mix, tensor_role(s.name, d.tied_embeddings), s.ne[0]);
     const int64_t k = s.ne[0];
     const int64_t rows_per_part = s.ne.size() > 1 ? s.ne[1] : 1;
     const size_t rb = row_bytes(s.type, k);

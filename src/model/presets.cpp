@@ -114,7 +114,7 @@ void generate_model(const Preset& p, const std::string& mix_name, const std::str
     ExportTensor t;
     t.name = name;
     t.ne = ne;
-    t.type = tensor_type(mix, tensor_role(name), ne[0]);
+    t.type = tensor_type(mix, tensor_role(name, d.tied_embeddings), ne[0]);
     const uint64_t tensor_seed = seed * 0x100000001b3ull + std::hash<std::string>{}(name);
     const int64_t k = ne[0];
     // Matrices: N(0, 0.02). Norm weights: 1 + N(0, 0.02), as trained norms sit near one.

@@ -26,8 +26,8 @@ static bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
 }
 
-TensorRole tensor_role(const std::string& n) {
-  if (n == "token_embd.weight") return TensorRole::Embedding;
+TensorRole tensor_role(const std::string& n, bool tied_embeddings) {
+  if (n == "token_embd.weight") return tied_embeddings ? TensorRole::Output : TensorRole::Embedding;
   if (n == "output.weight") return TensorRole::Output;
   if (n == "rope_freqs.weight") return TensorRole::RopeFreqs;
   if (ends_with(n, "norm.weight")) return TensorRole::Norm;

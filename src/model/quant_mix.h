@@ -16,7 +16,9 @@ struct QuantMix {
 
 const std::vector<QuantMix>& quant_mixes();  // F32, F16, BF16, Q8_0, Q4_K, Q6K-IQ3XXS
 const QuantMix& quant_mix(const std::string& name);  // throws listing the mixes
-TensorRole tensor_role(const std::string& gguf_name);
+// With tied embeddings, token_embd.weight is also the output head, read in full
+// for every token, so it takes the head's type (as other GGUF quantisers do).
+TensorRole tensor_role(const std::string& gguf_name, bool tied_embeddings);
 // The type for a tensor of this role and row length; a quantised type whose
 // block does not divide the row falls back to Q8_0, then F16 (as tiny test
 // models with 64-wide rows need).

@@ -1,12 +1,14 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace ember {
 
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n_threads;
+  shares_ = std::vector<Share>(size_t(n_threads_));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -19,6 +21,8 @@ ThreadPool::~ThreadPool() {
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
+
+void ThreadPool::throw_too_many_chunks() { throw std::length_error("ThreadPool::for_each_chunk: more than 2^31 chunks"); }
 
 void ThreadPool::run_part(int part) {
   if (part >= parts_) return;

@@ -42,13 +42,61 @@ class ThreadPool {
     parallel_for(n_threads_, [&](int64_t b, int64_t, int t) { (void)b; fn(t); });
   }
 
+  // fn(chunk, thread_index) for every chunk in [0, n_chunks). Each thread owns a
+  // contiguous share and walks it in order, so a memory-bound loop over rows
+  // reads one unbroken stream per thread (what the hardware prefetchers
+  // follow); a thread that finishes its share early then takes chunks from the
+  // ends of the others', so one delayed thread (another process on its core)
+  // does not hold the step back.
+  template <class F>
+  void for_each_chunk(int64_t n_chunks, F&& fn) {
+    if (n_chunks <= 0) return;
+    if (n_threads_ == 1 || n_chunks == 1) {
+      for (int64_t c = 0; c < n_chunks; ++c) fn(c, 0);
+      return;
+    }
+    if (n_chunks > 0x7fffffff) throw_too_many_chunks();
+    for (int t = 0; t < n_threads_; ++t)
+      shares_[size_t(t)].reset(n_chunks * t / n_threads_, n_chunks * (t + 1) / n_threads_);
+    on_each_thread([&](int t) {
+      for (int i = 0; i < n_threads_; ++i) {  // own share first, then the next threads'
+        Share& s = shares_[size_t((t + i) % n_threads_)];
+        for (;;) {
+          const int64_t c = s.take(/*front=*/i == 0);
+          if (c < 0) break;
+          fn(c, t);
+        }
+      }
+    });
+  }
+
  private:
   using Thunk = void (*)(void*, int64_t, int64_t, int);
   void run(int64_t n, int parts, Thunk thunk, void* ctx);
+  [[noreturn]] static void throw_too_many_chunks();
   void worker(int index);
   void run_part(int part);
 
+  // One thread's share of a for_each_chunk: the chunks [next, end), packed in
+  // one word so that the owner (taking from the front) and helpers (taking
+  // from the back) can never both take, or both miss, the last chunk.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+    static uint64_t pack(int64_t next, int64_t end) { return uint64_t(next) << 32 | uint64_t(end); }
+    void reset(int64_t next, int64_t end) { range.store(pack(next, end), std::memory_order_relaxed); }
+    int64_t take(bool front) {
+      uint64_t v = range.load(std::memory_order_relaxed);
+      for (;;) {
+        const int64_t next = int64_t(v >> 32), end = int64_t(v & 0xffffffffu);
+        if (next >= end) return -1;
+        const uint64_t nv = front ? pack(next + 1, end) : pack(next, end - 1);
+        if (range.compare_exchange_weak(v, nv, std::memory_order_relaxed)) return front ? next : end - 1;
+      }
+    }
+  };
+
   int n_threads_;
+  std::vector<Share> shares_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_;

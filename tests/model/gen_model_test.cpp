@@ -9,6 +9,7 @@
 #include "gguf/gguf.h"
 #include "model/model_test_util.h"
 #include "model/presets.h"
+#include "model/quant_mix.h"
 #include "quant/quant.h"
 
 namespace fs = std::filesystem;
@@ -65,4 +66,20 @@ TEST(GenModel, DifferentSeedsDifferentWeights) {
   EXPECT_NE(0, std::memcmp(wa.data, wb.data, wa.bytes()));
   fs::remove(a);
   fs::remove(b);
+}
+
+// The quant mixes' per-role types, with the fallbacks for rows a block does not divide.
+TEST(QuantMix, TypesPerRole) {
+  const QuantMix& q4 = quant_mix("Q4_K");
+  EXPECT_EQ(tensor_type(q4, tensor_role("blk.0.attn_q.weight", false), 2048), GgmlType::Q4_K);
+  EXPECT_EQ(tensor_type(q4, tensor_role("output.weight", false), 2048), GgmlType::Q6_K);
+  EXPECT_EQ(tensor_type(q4, tensor_role("token_embd.weight", false), 2048), GgmlType::Q4_K);
+  // Tied: the embedding matrix is the output head too, so it is stored as the head.
+  EXPECT_EQ(tensor_type(q4, tensor_role("token_embd.weight", true), 2048), GgmlType::Q6_K);
+  EXPECT_EQ(tensor_type(q4, tensor_role("blk.3.ffn_norm.weight", true), 2048), GgmlType::F32);
+  EXPECT_EQ(tensor_type(q4, tensor_role("blk.0.attn_q.weight", false), 64), GgmlType::Q8_0);  // 64 % 256 != 0
+  EXPECT_EQ(tensor_type(q4, tensor_role("blk.0.attn_q.weight", false), 48), GgmlType::F16);   // 48 % 32 != 0
+  const QuantMix& iq = quant_mix("Q6K-IQ3XXS");
+  EXPECT_EQ(tensor_type(iq, tensor_role("blk.5.ffn_up_exps.weight", false), 2048), GgmlType::IQ3_XXS);
+  EXPECT_EQ(tensor_type(iq, tensor_role("blk.5.ffn_gate_inp.weight", false), 2048), GgmlType::F32);
 }

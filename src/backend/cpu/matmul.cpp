@@ -1,7 +1,6 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
-#include <atomic>
 
 #include "quant/quant.h"
 
@@ -41,7 +40,8 @@ void matmul_many(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, const 
   }
 
   // Chunks of rows over all jobs: big enough to stream (tens of KB of weights
-  // each), small enough that the last ones balance the threads.
+  // each), small enough that the last ones balance the threads. Each thread
+  // walks its own contiguous run of chunks (ThreadPool::for_each_chunk).
   constexpr int64_t kChunk = 32;
   int64_t total_rows = 0, n_chunks = 0;
   for (const MatmulJob& j : jobs) {
@@ -61,11 +61,7 @@ void matmul_many(ThreadPool& pool, std::initializer_list<MatmulJob> jobs, const 
     for (int64_t c = 0; c < n_chunks; ++c) run_chunk(c);
     return;
   }
-  std::atomic<int64_t> next{0};
-  pool.on_each_thread([&](int) {
-    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed))
-      run_chunk(c);
-  });
+  pool.for_each_chunk(n_chunks, [&](int64_t c, int) { run_chunk(c); });
 }
 
 }  // namespace ember::cpu
