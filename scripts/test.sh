@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: unit, fixture and oracle tests (CTest +
-# GoogleTest), the bad-input tests again under AddressSanitizer, then each fuzzer
-# for a bounded time on its seed corpus.
+# GoogleTest), the bad-input tests again under AddressSanitizer, the quantised
+# matmuls cross-built for AArch64 and run under qemu, then each fuzzer for a
+# bounded time on its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -18,6 +19,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA
 cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test decode_alloc_test model_peer_gguf_test
 # Tests of targets not built here (the slow fixture suites) show up as *_NOT_BUILT: skip those.
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '_NOT_BUILT'
+
+echo "== quantised matmuls for AArch64 (NEON, with and without SDOT) under qemu"
+scripts/test-arm.sh build-arm
 
 echo "== fuzzers (${fuzz_seconds}s each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_FUZZ=ON -DEMBER_NATIVE=OFF >/dev/null

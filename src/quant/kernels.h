@@ -16,5 +16,13 @@ constexpr int64_t kMaxSimdRow = 65536;
 
 // The AVX2 kernel for a weight type, or nullptr (also on builds without AVX2).
 MatmulKernel avx2_kernel(GgmlType weight_type);
+// The NEON kernel for a weight type, or nullptr (also on builds for other CPUs).
+MatmulKernel neon_kernel(GgmlType weight_type);
+
+// This build's SIMD kernel for a weight type, or nullptr: the portable path.
+inline MatmulKernel simd_kernel(GgmlType weight_type) {
+  if (MatmulKernel k = avx2_kernel(weight_type)) return k;
+  return neon_kernel(weight_type);
+}
 
 }  // namespace ember::quant::detail

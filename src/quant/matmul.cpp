@@ -134,11 +134,11 @@ void matmul_rows_scalar(GgmlType w, const void* W, size_t w_stride, int64_t r0, 
   }
 }
 
-bool has_simd_matmul(GgmlType w) { return detail::avx2_kernel(w) != nullptr; }
+bool has_simd_matmul(GgmlType w) { return detail::simd_kernel(w) != nullptr; }
 
 void matmul_rows(GgmlType w, const void* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const void* xq,
                  size_t xq_stride, int64_t ntok, float* Y, int64_t ldy) {
-  if (auto kernel = detail::avx2_kernel(w); kernel && k <= detail::kMaxSimdRow) {
+  if (auto kernel = detail::simd_kernel(w); kernel && k <= detail::kMaxSimdRow) {
     check_k(w, k, "matmul_rows");
     kernel(static_cast<const uint8_t*>(W), w_stride, r0, r1, k, static_cast<const uint8_t*>(xq), xq_stride, ntok,
            Y, ldy);

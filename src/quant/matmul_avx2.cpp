@@ -162,7 +162,7 @@ struct K4Bit {
       __m256i isum[NT];
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
       // Chunk c holds group 2c in its low nibbles and group 2c + 1 in its high ones.
-      auto chunk = [&](int c, __m256i idx_lo, __m256i idx_hi) {
+      auto chunk = [&](int c, const __m256i& slo, const __m256i& shi) {
         const __m256i q = load256(b.qs + 32 * c);
         __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
         if constexpr (kFifthBit) {
@@ -176,7 +176,6 @@ struct K4Bit {
                                                                       : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * c - 3)),
                                                     bit4));
         }
-        const __m256i slo = _mm256_shuffle_epi8(sc16, idx_lo), shi = _mm256_shuffle_epi8(sc16, idx_hi);
         for (int t = 0; t < NT; ++t) {
           const int8_t* xq = q8k<NT>(x, xs, t, i)->qs + 64 * c;
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(xq)), slo));
@@ -184,17 +183,18 @@ struct K4Bit {
         }
       };
       if constexpr (NT <= 2) {
-        for (int c = 0; c < 4; ++c) chunk(c, lane16(2 * c), lane16(2 * c + 1));
+        for (int c = 0; c < 4; ++c)
+          chunk(c, _mm256_shuffle_epi8(sc16, lane16(2 * c)), _mm256_shuffle_epi8(sc16, lane16(2 * c + 1)));
       } else {
-        // Rolled on purpose for wide tiles: unrolled, GCC computes every
-        // product of the block first and spills them before summing.
-        __m256i idx = _mm256_set1_epi16(0x0100);  // pshufb index of scale 2c, one lane further per group
-        const __m256i next = _mm256_set1_epi16(0x0202);
+        // Wide tiles: the eight isum registers leave too few for the group
+        // scales, so the scales are broadcast once per block into a stack
+        // array that vpmaddwd reads as a memory operand (no spills of isum).
+        // Rolled on purpose: unrolled, GCC computes every product of the
+        // block first and spills them before summing.
+        alignas(32) __m256i scales[8];
+        for (int g = 0; g < 8; ++g) scales[g] = _mm256_shuffle_epi8(sc16, lane16(g));
 #pragma GCC unroll 1
-        for (int c = 0; c < 4; ++c) {
-          chunk(c, idx, _mm256_add_epi16(idx, next));
-          idx = _mm256_add_epi16(idx, _mm256_add_epi16(next, next));
-        }
+        for (int c = 0; c < 4; ++c) chunk(c, scales[2 * c], scales[2 * c + 1]);
       }
       // d and dmin are adjacent halves: one conversion gives both.
       uint32_t dpair;

@@ -4,62 +4,126 @@
 #include <cmath>
 
 #include "backend/cpu/elementwise.h"
+#include "backend/cpu/vec_math.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define EMBER_ATTENTION_AVX2 1
+#endif
 
 namespace ember::cpu {
 
 namespace {
 
-// Eight independent partial sums, so the compiler can keep them in one vector
-// register (a single running sum would serialise on the add latency).
+// Calls fn(row_offset_in_sequence, rows, stride) for each run of positions of
+// [first, last] that lies in one KV block, with `rows` pointing at the first
+// position's data for this head (keys or values, per `get`).
+template <class Get, class F>
+inline void for_each_block_run(const AttentionArgs& a, Get get, F fn) {
+  const int bs = a.kv->block_size();
+  const size_t kv_dim = size_t(a.kv->kv_dim());
+  const size_t head_off = size_t(a.kv_head) * size_t(a.head_dim);
+  for (int64_t p = a.first; p <= a.last;) {
+    const int64_t in_block = p % bs;
+    const int64_t count = std::min<int64_t>(bs - in_block, a.last + 1 - p);
+    const float* rows = get(a.blocks[p / bs]) + size_t(in_block) * kv_dim + head_off;
+    fn(p - a.first, rows, count, kv_dim);
+    p += count;
+  }
+}
+
+#if EMBER_ATTENTION_AVX2
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+// q·k over n elements, with independent partial sums (one running sum would
+// serialise on the add latency).
 inline float dot(const float* a, const float* b, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int d = 0;
+  float s = 0;
+#if EMBER_ATTENTION_AVX2
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (; d + 16 <= n; d += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d + 8), _mm256_loadu_ps(b + d + 8), acc1);
+  }
+  for (; d + 8 <= n; d += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
+  s = hsum(_mm256_add_ps(acc0, acc1));
+#else
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (; d + 8 <= n; d += 8)
     for (int j = 0; j < 8; ++j) acc[j] += a[d + j] * b[d + j];
-  float s = 0;
+  s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+#endif
   for (; d < n; ++d) s += a[d] * b[d];
-  return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  return s;
+}
+
+// out_h += Σ_j w[h][j] · v_j for `count` value rows, heads [h0, h0 + nh).
+// Eight output columns at a time stay in registers while the rows stream by.
+inline void accumulate_values(const float* w, int64_t w_stride, int h0, int nh, const float* rows, int64_t count,
+                              size_t stride, int hd, float* out) {
+  int d = 0;
+#if EMBER_ATTENTION_AVX2
+  if (nh <= 4) {
+    for (; d + 8 <= hd; d += 8) {
+      __m256 acc[4];
+      for (int h = 0; h < nh; ++h) acc[h] = _mm256_loadu_ps(out + (h0 + h) * hd + d);
+      for (int64_t j = 0; j < count; ++j) {
+        const __m256 v = _mm256_loadu_ps(rows + size_t(j) * stride + size_t(d));
+        for (int h = 0; h < nh; ++h)
+          acc[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + (h0 + h) * w_stride + j), v, acc[h]);
+      }
+      for (int h = 0; h < nh; ++h) _mm256_storeu_ps(out + (h0 + h) * hd + d, acc[h]);
+    }
+  }
+#endif
+  for (int64_t j = 0; j < count; ++j) {
+    const float* v = rows + size_t(j) * stride;
+    for (int h = h0; h < h0 + nh; ++h) {
+      const float wj = w[h * w_stride + j];
+      float* o = out + h * hd;
+      for (int e = d; e < hd; ++e) o[e] += wj * v[e];
+    }
+  }
 }
 
 }  // namespace
 
 void attend_group(const AttentionArgs& a, const float* q, float* out, float* scores) {
-  const int bs = a.kv->block_size();
-  const size_t kv_dim = size_t(a.kv->kv_dim());
-  const size_t head_off = size_t(a.kv_head) * size_t(a.head_dim);
   const int64_t n = a.last - a.first + 1;
   const int hd = a.head_dim;
+  const KvPool& kv = *a.kv;
+  auto keys = [&](int block) { return kv.keys(a.layer, block); };
+  auto values = [&](int block) { return kv.values(a.layer, block); };
 
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t p = a.first + j;
-    const float* k = a.kv->keys(a.layer, a.blocks[p / bs]) + size_t(p % bs) * kv_dim + head_off;
-    for (int h = 0; h < a.n_q; ++h) {
-      float s = dot(q + h * hd, k, hd) * a.scale;
-      if (a.softcap > 0) s = softcap(s, a.softcap);
-      scores[h * n + j] = s;
+  // Scores of every query head against every key; each key row is read once for the group.
+  for_each_block_run(a, keys, [&](int64_t j0, const float* rows, int64_t count, size_t stride) {
+    for (int64_t j = 0; j < count; ++j) {
+      const float* k = rows + size_t(j) * stride;
+      for (int h = 0; h < a.n_q; ++h) {
+        float s = dot(q + h * hd, k, hd) * a.scale;
+        if (a.softcap > 0) s = softcap(s, a.softcap);
+        scores[h * n + j0 + j] = s;
+      }
     }
-  }
+  });
   for (int h = 0; h < a.n_q; ++h) {  // softmax of each head's scores
     float* sc = scores + h * n;
     const float mx = *std::max_element(sc, sc + n);
-    double sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      sc[j] = std::exp(sc[j] - mx);
-      sum += sc[j];
-    }
-    const float inv = float(1.0 / sum);
+    const float inv = 1.0f / exp_shifted_sum(sc, n, mx);
     for (int64_t j = 0; j < n; ++j) sc[j] *= inv;
   }
   std::fill(out, out + size_t(a.n_q) * size_t(hd), 0.0f);
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t p = a.first + j;
-    const float* v = a.kv->values(a.layer, a.blocks[p / bs]) + size_t(p % bs) * kv_dim + head_off;
-    for (int h = 0; h < a.n_q; ++h) {
-      const float w = scores[h * n + j];
-      float* o = out + h * hd;
-      for (int d = 0; d < hd; ++d) o[d] += w * v[d];
-    }
-  }
+  for_each_block_run(a, values, [&](int64_t j0, const float* rows, int64_t count, size_t stride) {
+    for (int h0 = 0; h0 < a.n_q; h0 += 4)
+      accumulate_values(scores + j0, n, h0, std::min(4, a.n_q - h0), rows, count, stride, hd, out);
+  });
 }
 
 }  // namespace ember::cpu

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cpu/vec_math.h"
 #include "model/descriptor.h"
 
 namespace ember::cpu {
@@ -15,8 +16,6 @@ inline void rmsnorm(const float* x, const float* w, float* y, int64_t n, float e
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
 }
 
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 inline float gelu_tanh(float x) {
   const float c = 0.7978845608028654f;  // sqrt(2/pi)
   return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
@@ -25,7 +24,7 @@ inline float gelu_tanh(float x) {
 // h = act(gate) * up, elementwise.
 inline void gated_activation(Activation a, const float* gate, const float* up, float* h, int64_t n) {
   if (a == Activation::SiLU) {
-    for (int64_t i = 0; i < n; ++i) h[i] = silu(gate[i]) * up[i];
+    silu_mul(gate, up, h, n);
   } else {
     for (int64_t i = 0; i < n; ++i) h[i] = gelu_tanh(gate[i]) * up[i];
   }

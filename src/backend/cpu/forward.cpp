@@ -239,10 +239,11 @@ void CpuBackend::dense_ffn(int l, int64_t n_tok) {
   norm_rows(L.ffn_norm, n_tok);
   cpu::matmul_many(pool_, {{&L.ffn_gate, s_.gate.data(), F}, {&L.ffn_up, s_.up.data(), F}}, s_.xn.data(), n_tok,
                    s_.act.data());
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; ++t)
-      cpu::gated_activation(d.activation, s_.gate.data() + t * F, s_.up.data() + t * F, s_.gate.data() + t * F, F);
-  }, 4);
+  // gate and up are n_tok rows of F with no gap, so the activation runs over
+  // the flat range, split across threads even for a single decode token.
+  pool_.parallel_for(n_tok * F, [&](int64_t b, int64_t e, int) {
+    cpu::gated_activation(d.activation, s_.gate.data() + b, s_.up.data() + b, s_.gate.data() + b, e - b);
+  }, 4096);
   matmul(pool_, L.ffn_down, s_.gate.data(), n_tok, s_.proj.data(), H, s_.act.data());
   add_residual(L.post_ffn_norm, n_tok);
 }

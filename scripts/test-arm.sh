@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The quantisation library and its tests, cross-built for AArch64 and run
+# under qemu user-mode emulation: once for Armv8.2 with the dot-product
+# instructions (SDOT) and once for plain Armv8.0 (the widening-multiply path),
+# so both NEON code paths are checked against the portable reference on an
+# x86-64 machine. Needs g++-aarch64-linux-gnu, qemu-user and googletest's
+# sources (libgtest-dev), all Debian packages.
+#
+#   scripts/test-arm.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-build-arm}
+
+missing=()
+for p in g++-aarch64-linux-gnu qemu-user libgtest-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+cxx=${CXX_AARCH64:-aarch64-linux-gnu-g++}
+gtest=/usr/src/googletest/googletest
+mkdir -p "$out"
+
+flags=(-std=c++20 -O2 -pthread -Isrc -I"$gtest/include" -I"$gtest")
+sources=(src/quant/*.cpp src/gguf/*.cpp src/util/mapped_file.cpp src/util/thread_pool.cpp)
+tests=(tests/quant/*.cpp)
+
+if [[ ! -f "$out/gtest.o" ]]; then
+  "$cxx" "${flags[@]}" -march=armv8-a -c "$gtest/src/gtest-all.cc" -o "$out/gtest.o"
+  "$cxx" "${flags[@]}" -march=armv8-a -c "$gtest/src/gtest_main.cc" -o "$out/gtest_main.o"
+fi
+
+# Both builds at once (each is one long compiler run), then both runs.
+archs=(armv8.2-a+dotprod armv8-a)
+pids=()
+for arch in "${archs[@]}"; do
+  "$cxx" "${flags[@]}" -march="$arch" -DEMBER_SOURCE_DIR="\"$PWD\"" -static \
+    "${sources[@]}" "${tests[@]}" "$out/gtest.o" "$out/gtest_main.o" -o "$out/quant_tests_${arch//[^a-z0-9]/_}" \
+    2> >(grep -v -e getaddrinfo -e 'in function' >&2) &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for arch in "${archs[@]}"; do
+  echo "-- quant tests for $arch"
+  qemu-aarch64 -cpu max "$out/quant_tests_${arch//[^a-z0-9]/_}" --gtest_brief=1
+done
