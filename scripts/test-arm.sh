@@ -11,16 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build-arm}
 
-missing=()
-for p in g++-aarch64-linux-gnu qemu-user libgtest-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
-fi
+source scripts/apt-packages.sh
+apt_install g++-aarch64-linux-gnu qemu-user libgtest-dev
 
 cxx=${CXX_AARCH64:-aarch64-linux-gnu-g++}
 gtest=/usr/src/googletest/googletest
