@@ -188,7 +188,8 @@ struct K4Bit {
       } else {
         // Wide tiles: the eight isum registers leave too few for the group
         // scales, so the scales are broadcast once per block into a stack
-        // array that vpmaddwd reads as a memory operand (no spills of isum).
+        // array that vpmaddwd reads as a memory operand (fewer spills: stack
+        // references in this function went from 378 to 235).
         // Rolled on purpose: unrolled, GCC computes every product of the
         // block first and spills them before summing.
         alignas(32) __m256i scales[8];

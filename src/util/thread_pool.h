@@ -2,10 +2,10 @@
 //
 // parallel_for splits [0, n) into contiguous ranges, one per thread, and runs
 // them on the pool plus the calling thread; for_each_chunk hands out chunks,
-// each thread's own run first, then the others' leftovers. It allocates nothing (the callable
-// is passed by reference, not wrapped in std::function), so the decode loop can
-// call it hundreds of times a token. Idle workers sleep on a condition variable
-// after a short spin: no core is burnt while nothing runs.
+// each thread's own run first, then the others' leftovers. Neither allocates
+// (the callable is passed by reference, not wrapped in std::function), so the
+// decode loop can call them hundreds of times a token. Idle workers sleep on
+// a condition variable after a short spin: no core is burnt while nothing runs.
 #pragma once
 #include <atomic>
 #include <condition_variable>
