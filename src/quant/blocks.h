@@ -62,4 +62,12 @@ inline int q3k_scale(int i, const uint8_t* s) {
   return (low | (high << 4)) - 32;
 }
 
+// Scale of sub-block ib (0..7) of an IQ4_XS block, in [-32, 31]: 4 low bits
+// from scales_l, 2 high bits from scales_h.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
+  const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+  const int hi = (b.scales_h >> (2 * ib)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
 }  // namespace ember::quant

@@ -234,11 +234,6 @@ void deq_iq4_nl(const BlockIQ4_NL& b, float* y) {
     y[j + 16] = d * float(iq::kIQ4NLValues[b.qs[j] >> 4]);
   }
 }
-int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
-  const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
-  const int hi = (b.scales_h >> (2 * ib)) & 3;
-  return (lo | (hi << 4)) - 32;
-}
 void deq_iq4_xs(const BlockIQ4_XS& b, float* y) {
   const float d = h2f(b.d);
   for (int ib = 0; ib < 8; ++ib) {

@@ -188,6 +188,37 @@ struct Q6K {
   }
 };
 
+// IQ4_XS against Q8_K: nibbles index the 16-entry value table, one 6-bit
+// signed scale per 32 elements (element j of a sub-block in the low nibble of
+// its byte j, element 16 + j in the high nibble).
+struct IQ4XS {
+  template <int NT>
+  static void dot(const uint8_t* w, const uint8_t* x, size_t xs, int64_t k, float* out) {
+    float sum[NT] = {};
+    const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(w);
+    const int8x16_t table = vld1q_s8(iq::kIQ4NLValues);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    for (int64_t i = 0; i < k / 256; ++i) {
+      const BlockIQ4_XS& b = blocks[i];
+      int32x4_t isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = vdupq_n_s32(0);
+      for (int g = 0; g < 8; ++g) {
+        const uint8x16_t q = vld1q_u8(b.qs + 16 * g);
+        const int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, m4)), w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
+        const int scale = iq4xs_scale(b, g);
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* a = reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].qs + 32 * g;
+          isum[t] = vmlaq_n_s32(isum[t], dot4(dot4(vdupq_n_s32(0), w0, vld1q_s8(a)), w1, vld1q_s8(a + 16)), scale);
+        }
+      }
+      const float d = h2f(b.d);
+      for (int t = 0; t < NT; ++t)
+        sum[t] += d * reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].d * float(vaddvq_s32(isum[t]));
+    }
+    for (int t = 0; t < NT; ++t) out[t] = sum[t];
+  }
+};
+
 // Float weights against float activations.
 struct F32W {
   using T = float;
@@ -242,6 +273,7 @@ MatmulKernel neon_kernel(GgmlType t) {
     case GgmlType::Q4_K: return run<K4Bit<BlockQ4_K, false>>;
     case GgmlType::Q5_K: return run<K4Bit<BlockQ5_K, true>>;
     case GgmlType::Q6_K: return run<Q6K>;
+    case GgmlType::IQ4_XS: return run<IQ4XS>;
     default: return nullptr;
   }
 }

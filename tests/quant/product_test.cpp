@@ -124,7 +124,7 @@ TEST(Product, SimdKernelsExistForBenchmarkedTypes) {
     EXPECT_TRUE(has_simd_matmul(t)) << type_name(t);
 #elif defined(__aarch64__) && defined(__ARM_NEON)
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_K, GgmlType::F16,
-                     GgmlType::BF16, GgmlType::F32, GgmlType::IQ4_NL})
+                     GgmlType::BF16, GgmlType::F32, GgmlType::IQ4_NL, GgmlType::IQ4_XS})
     EXPECT_TRUE(has_simd_matmul(t)) << type_name(t);
 #else
   GTEST_SKIP() << "no SIMD kernels in this build";
