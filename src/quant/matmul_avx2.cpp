@@ -17,6 +17,7 @@
 
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
+#include "util/avx2.h"
 #include "util/fp16.h"
 
 namespace ember::quant::detail {
@@ -28,13 +29,6 @@ inline float h2f(uint16_t h) {
 #else
   return fp16_to_f32(h);
 #endif
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }

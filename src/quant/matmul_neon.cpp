@@ -32,6 +32,11 @@ inline float h2f(uint16_t h) { return fp16_to_f32(h); }
 
 constexpr int kTile = 4;
 
+// Activation block i of token t in a tile of Q8_K rows `xs` bytes apart.
+inline const BlockQ8_K* q8k(const uint8_t* x, size_t xs, int t, int64_t i) {
+  return reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs) + i;
+}
+
 template <class K>
 void run(const uint8_t* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const uint8_t* xq, size_t xs,
          int64_t ntok, float* Y, int64_t ldy) {
@@ -125,7 +130,7 @@ struct K4Bit {
           hi1 = vorrq_u8(hi1, vandq_u8(vshlq_u8(h1, sh), bit4));
         }
         for (int t = 0; t < NT; ++t) {
-          const int8_t* a = reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].qs + 64 * c;
+          const int8_t* a = q8k(x, xs, t, i)->qs + 64 * c;
           const int32x4_t plo = dot4(dot4(vdupq_n_s32(0), vreinterpretq_s8_u8(lo0), vld1q_s8(a)),
                                      vreinterpretq_s8_u8(lo1), vld1q_s8(a + 16));
           const int32x4_t phi = dot4(dot4(vdupq_n_s32(0), vreinterpretq_s8_u8(hi0), vld1q_s8(a + 32)),
@@ -135,7 +140,7 @@ struct K4Bit {
       }
       const float d = h2f(b.d), dmin = h2f(b.dmin);
       for (int t = 0; t < NT; ++t) {
-        const auto* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs) + i;
+        const auto* xb = q8k(x, xs, t, i);
         int32_t msum = 0;
         for (int g = 0; g < 8; ++g) msum += int32_t(mn[g]) * (xb->bsums[2 * g] + xb->bsums[2 * g + 1]);
         sum[t] += xb->d * (d * float(vaddvq_s32(isum[t])) - dmin * float(msum));
@@ -174,7 +179,7 @@ struct Q6K {
             const int e0 = 128 * h + 32 * kk + l0;  // first element of these 16, one scale group
             const int scale = b.scales[e0 / 16];
             for (int t = 0; t < NT; ++t) {
-              const int8_t* a = reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].qs + e0;
+              const int8_t* a = q8k(x, xs, t, i)->qs + e0;
               isum[t] = vmlaq_n_s32(isum[t], dot4(vdupq_n_s32(0), v[kk], vld1q_s8(a)), scale);
             }
           }
@@ -182,7 +187,7 @@ struct Q6K {
       }
       const float d = h2f(b.d);
       for (int t = 0; t < NT; ++t)
-        sum[t] += d * reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].d * float(vaddvq_s32(isum[t]));
+        sum[t] += d * q8k(x, xs, t, i)->d * float(vaddvq_s32(isum[t]));
     }
     for (int t = 0; t < NT; ++t) out[t] = sum[t];
   }
@@ -207,13 +212,13 @@ struct IQ4XS {
         const int8x16_t w0 = vqtbl1q_s8(table, vandq_u8(q, m4)), w1 = vqtbl1q_s8(table, vshrq_n_u8(q, 4));
         const int scale = iq4xs_scale(b, g);
         for (int t = 0; t < NT; ++t) {
-          const int8_t* a = reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].qs + 32 * g;
+          const int8_t* a = q8k(x, xs, t, i)->qs + 32 * g;
           isum[t] = vmlaq_n_s32(isum[t], dot4(dot4(vdupq_n_s32(0), w0, vld1q_s8(a)), w1, vld1q_s8(a + 16)), scale);
         }
       }
       const float d = h2f(b.d);
       for (int t = 0; t < NT; ++t)
-        sum[t] += d * reinterpret_cast<const BlockQ8_K*>(x + size_t(t) * xs)[i].d * float(vaddvq_s32(isum[t]));
+        sum[t] += d * q8k(x, xs, t, i)->d * float(vaddvq_s32(isum[t]));
     }
     for (int t = 0; t < NT; ++t) out[t] = sum[t];
   }

@@ -8,6 +8,8 @@
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+
+#include "util/avx2.h"
 #define EMBER_ATTENTION_AVX2 1
 #endif
 
@@ -15,9 +17,10 @@ namespace ember::cpu {
 
 namespace {
 
-// Calls fn(row_offset_in_sequence, rows, stride) for each run of positions of
-// [first, last] that lies in one KV block, with `rows` pointing at the first
-// position's data for this head (keys or values, per `get`).
+// Calls fn(offset, rows, count, stride) for each run of positions of
+// [first, last] that lies in one KV block: `offset` is the run's first
+// position minus `first`, `rows` points at that position's data for this head
+// (keys or values, per `get`), and consecutive positions are `stride` floats apart.
 template <class Get, class F>
 inline void for_each_block_run(const AttentionArgs& a, Get get, F fn) {
   const int bs = a.kv->block_size();
@@ -31,15 +34,6 @@ inline void for_each_block_run(const AttentionArgs& a, Get get, F fn) {
     p += count;
   }
 }
-
-#if EMBER_ATTENTION_AVX2
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-#endif
 
 // q·k over n elements, with independent partial sums (one running sum would
 // serialise on the add latency).
@@ -83,6 +77,7 @@ inline void accumulate_values(const float* w, int64_t w_stride, int h0, int nh, 
     }
   }
 #endif
+  if (d == hd) return;
   for (int64_t j = 0; j < count; ++j) {
     const float* v = rows + size_t(j) * stride;
     for (int h = h0; h < h0 + nh; ++h) {
