@@ -6,7 +6,7 @@ ember=${1:?usage: bad_input.sh path/to/ember}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-peer="$src/tests/data/peer-gguf-qwen3/qwen3-tiny-Q8_0.gguf"
+peer="${EMBER_SHARED_DIR:-$src/../shared}/testdata/peer-gguf-qwen3/qwen3-tiny-Q8_0.gguf"
 failures=0
 
 # expect_error NAME PATTERN -- COMMAND...: exit code 1..125 and PATTERN in stderr.

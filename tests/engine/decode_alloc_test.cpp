@@ -43,7 +43,7 @@ using namespace ember;
 class DecodeAllocation : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
-  const auto path = std::filesystem::path(EMBER_SOURCE_DIR) / "tests/data/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
+  const auto path = std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
   auto model = Model::load(path.string());
   CpuBackendOptions o;
   o.max_context = 256;

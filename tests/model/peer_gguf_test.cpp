@@ -1,5 +1,5 @@
 // ember reads GGUF files written by another engine's quantiser and matches that
-// engine's logits (tests/data/peer-gguf-qwen3: files, logits and tolerances).
+// engine's logits (../shared/testdata/peer-gguf-qwen3: files, logits and tolerances).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,7 +14,7 @@ using namespace ember;
 
 namespace {
 
-const fs::path kDir = fs::path(EMBER_SOURCE_DIR) / "tests/data/peer-gguf-qwen3";
+const fs::path kDir = fs::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3";
 
 class PeerGguf : public ::testing::TestWithParam<std::string> {};
 

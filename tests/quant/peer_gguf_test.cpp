@@ -103,7 +103,7 @@ double bound_for(GgmlType t) {
   }
 }
 
-const std::string kDir = std::string(EMBER_SOURCE_DIR) + "/tests/data/peer-gguf-qwen3/";
+const std::string kDir = std::string(EMBER_SHARED_DIR) + "/testdata/peer-gguf-qwen3/";
 
 class PeerFile : public ::testing::TestWithParam<const char*> {};
 
