@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "engine/block_allocator.h"
 #include "engine/session.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -105,12 +106,13 @@ int main(int argc, char** argv) {
   if (path.empty()) { std::fprintf(stderr, "usage: %s --model FILE [--prompt N] [--gen N] [--threads N] [--rounds N]\n", argv[0]); return 2; }
   try {
     auto model = Model::load(path);
-    CpuBackendOptions o;
+    StepLimits o;
     o.max_context = prompt_len + gen + 16;
     o.max_tokens = prompt_len;
-    o.n_threads = threads;
-    CpuBackend backend(*model, o);
-    KvPool kv(model->desc(), (o.max_context + 15) / 16, 16);
+    KvConfig kvc;
+    kvc.n_blocks = (o.max_context + 15) / 16;
+    CpuBackend backend(*model, o, kvc, threads);  // F16 KV, the engine's default
+    BlockAllocator kv(kvc.n_blocks);
     std::mt19937 rng(1);
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
     for (auto& t : prompt) t = int32_t(rng() % 100000);
@@ -163,7 +165,7 @@ int main(int argc, char** argv) {
                 backend.pool().size(), rounds, bw / 1e9, bytes_tok / 1e9, ptps, gflops, tps, bw / bytes_tok,
                 100.0 * median(shares), 100.0 * *std::min_element(shares.begin(), shares.end()),
                 100.0 * *std::max_element(shares.begin(), shares.end()), median(reads) / 1e9, 100.0 * median(read_shares),
-                peak_rss_gb, kv.bytes() / 1e9);
+                peak_rss_gb, double(backend.block_bytes()) * kvc.n_blocks / 1e9);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -6,6 +6,7 @@ namespace CLI { class App; }
 namespace ember::cli {
 
 void add_run(CLI::App& app);
+void add_batch(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_logits(CLI::App& app);
 void add_convert(CLI::App& app);

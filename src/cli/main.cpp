@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ember: LLM inference engine"};
   app.require_subcommand(1);
   ember::cli::add_run(app);
+  ember::cli::add_batch(app);
   ember::cli::add_inspect(app);
   ember::cli::add_logits(app);
   ember::cli::add_convert(app);

@@ -1,21 +1,26 @@
-// One sequence running on a backend: feed tokens in, get logits out.
+// One sequence fed straight to a backend, token by token or in chunks, with
+// the logits of every position available: `ember logits`, perplexity and the
+// tests that compare logits with a reference. (Generation goes through the
+// Engine, which schedules many sequences at once; see engine/engine.h.)
 //
-// A Session owns its KV block table in a shared KvPool. Long inputs are
-// prefilled in chunks of at most the backend's step size. `ember run`,
-// `ember logits` and the tests drive the model through this.
+// The session owns the blocks of its table in the given allocator and
+// releases them when it ends. Long inputs go in chunks of at most the
+// backend's step size.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
-#include "engine/kv_pool.h"
+#include "engine/backend.h"
+#include "engine/block_allocator.h"
+#include "model/model.h"
 
 namespace ember {
 
 class Session {
  public:
-  Session(CpuBackend& backend, KvPool& kv);
+  Session(Backend& backend, BlockAllocator& blocks);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -28,12 +33,12 @@ class Session {
 
   int64_t length() const { return int64_t(tokens_.size()); }
   const std::vector<int32_t>& tokens() const { return tokens_; }
-  int64_t max_context() const { return backend_.options().max_context; }
+  int64_t max_context() const { return backend_.limits().max_context; }
 
  private:
   const float* step(std::span<const int32_t> chunk, LogitsWanted want);
-  CpuBackend& backend_;
-  KvPool& kv_;
+  Backend& backend_;
+  BlockAllocator& alloc_;
   std::vector<int32_t> blocks_;
   std::vector<int32_t> tokens_;
   StepBatch batch_;
@@ -42,7 +47,7 @@ class Session {
 template <class F>
 void Session::append_all_logits(std::span<const int32_t> tokens, F&& on_logits) {
   const int64_t vocab = backend_.model().desc().vocab;
-  const int64_t chunk = std::min(backend_.options().max_tokens, backend_.options().max_logit_rows);
+  const int64_t chunk = std::min(backend_.limits().max_tokens, backend_.limits().max_logit_rows);
   for (size_t i = 0; i < tokens.size(); i += size_t(chunk)) {
     const auto part = tokens.subspan(i, std::min(tokens.size() - i, size_t(chunk)));
     const float* logits = step(part, LogitsWanted::All);

@@ -1,8 +1,8 @@
-#include "cli/stop_strings.h"
+#include "engine/stop_strings.h"
 
 #include <gtest/gtest.h>
 
-using ember::cli::StopStringFilter;
+using ember::StopStringFilter;
 
 TEST(StopStrings, HoldsBackPossibleStartsAndCutsAtTheStop) {
   StopStringFilter f({"END", "</s>"});

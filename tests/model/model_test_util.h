@@ -13,15 +13,24 @@
 namespace ember::test {
 
 // Logits of every position, [ids.size() * vocab].
+// The KV cache is F32 here, so the comparisons with the references measure the
+// model's arithmetic, not the rounding of a 16-bit cache.
+inline KvConfig f32_kv(int max_context) {
+  KvConfig kv;
+  kv.block_size = 16;
+  kv.n_blocks = (max_context + 15) / 16;
+  kv.type = KvType::F32;
+  return kv;
+}
+
 inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int threads = 2) {
-  CpuBackendOptions o;
+  StepLimits o;
   o.max_context = int(ids.size()) + 16;
   o.max_tokens = 16;  // several chunks: exercises prefill across steps
   o.max_logit_rows = 16;
-  o.n_threads = threads;
-  CpuBackend backend(m, o);
-  KvPool kv(m.desc(), (o.max_context + 15) / 16, 16);
-  Session s(backend, kv);
+  CpuBackend backend(m, o, f32_kv(o.max_context), threads);
+  BlockAllocator blocks(backend.kv_config().n_blocks);
+  Session s(backend, blocks);
   const int64_t V = m.desc().vocab;
   std::vector<float> out(ids.size() * size_t(V));
   s.append_all_logits(ids, [&](int64_t i, const float* l) { std::copy(l, l + V, out.begin() + i * V); });
@@ -30,13 +39,12 @@ inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>&
 
 // Greedy continuation of `prompt` by n tokens, decoding one token per step.
 inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int n, int threads = 2) {
-  CpuBackendOptions o;
+  StepLimits o;
   o.max_context = int(prompt.size()) + n + 1;
   o.max_tokens = 64;
-  o.n_threads = threads;
-  CpuBackend backend(m, o);
-  KvPool kv(m.desc(), (o.max_context + 15) / 16, 16);
-  Session s(backend, kv);
+  CpuBackend backend(m, o, f32_kv(o.max_context), threads);
+  BlockAllocator blocks(backend.kv_config().n_blocks);
+  Session s(backend, blocks);
   const int64_t V = m.desc().vocab;
   std::vector<int32_t> out;
   const float* l = s.append(prompt);

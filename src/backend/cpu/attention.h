@@ -3,12 +3,12 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/kv_pool.h"
+#include "backend/cpu/kv_storage.h"
 
 namespace ember::cpu {
 
 struct AttentionArgs {
-  const KvPool* kv;
+  const KvStorage* kv;
   int layer;
   const int32_t* blocks;  // the sequence's block table
   int kv_head;            // the key/value head the query heads share
@@ -21,7 +21,11 @@ struct AttentionArgs {
 
 // For each of the n_q query heads (contiguous in q, head_dim apart):
 // out = softmax(scale * q·K) · V over the positions. Each key and value row is
-// read once for the whole group. `scores` holds n_q * (last - first + 1) floats.
+// read once for the whole group, in the storage's element type (converted to
+// float in registers). `scores` holds n_q * (last - first + 1) floats.
+//
+// Every output depends only on its own query and the cached rows, in a fixed
+// order: the same bits whatever else runs in the step (batch invariance).
 void attend_group(const AttentionArgs& a, const float* q, float* out, float* scores);
 
 }  // namespace ember::cpu

@@ -16,13 +16,39 @@ namespace ember {
 
 using cpu::matmul;
 
-CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& opt)
-    : model_(model), opt_(opt), pool_(opt.n_threads) {
+namespace {
+
+// Every matrix must be in a format this backend multiplies; say which is not, at load.
+void check_formats(const Weights& w) {
+  auto check = [](const Matrix& m, const std::string& what) {
+    if (m.present() && !quant::can_dequantize(m.type))
+      throw Error("the CPU backend has no product for " + what + " in format " + type_name(m.type));
+  };
+  check(w.token_embd, "the token embedding");
+  check(w.output, "the output head");
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LayerWeights& L = w.layers[l];
+    const std::string at = " of layer " + std::to_string(l);
+    for (const auto& [m, name] : {std::pair{&L.wq, "wq"}, {&L.wk, "wk"}, {&L.wv, "wv"}, {&L.wo, "wo"},
+                                  {&L.ffn_gate, "ffn_gate"}, {&L.ffn_up, "ffn_up"}, {&L.ffn_down, "ffn_down"},
+                                  {&L.router, "the router"}})
+      check(*m, std::string(name) + at);
+    for (const ExpertMatrices* e : {&L.gate_exps, &L.up_exps, &L.down_exps})
+      for (const Matrix& m : e->experts) check(m, "an expert matrix" + at);
+  }
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const Model& model, const StepLimits& limits, const KvConfig& kv, int n_threads)
+    : model_(model), lim_(limits), pool_(n_threads), kv_(model.desc(), kv) {
   const ModelDesc& d = model.desc();
   const Weights& w = model.weights();
+  const StepLimits& opt = lim_;
   const size_t T = size_t(opt.max_tokens), H = size_t(d.hidden);
   if (opt.max_tokens <= 0 || opt.max_logit_rows <= 0 || opt.max_context <= 0)
     throw Error("CPU backend: token, logit-row and context limits must be positive");
+  check_formats(w);
   s_.x.resize(T * H);
   s_.xn.resize(T * H);
   s_.proj.resize(T * H);
@@ -34,6 +60,7 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& opt)
   s_.up.resize(T * size_t(std::max(d.ffn, 1)));
   s_.logits.resize(size_t(opt.max_logit_rows) * size_t(d.vocab));
   s_.scores.resize(size_t(pool_.size()) * size_t(d.n_heads / d.n_kv_heads) * size_t(opt.max_context));
+  s_.rope.resize(size_t(pool_.size()) * size_t(d.head_dim));
   s_.positions.resize(T);
   s_.seq_of.resize(T);
   s_.logit_rows.resize(T);
@@ -76,32 +103,48 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& opt)
   }
 }
 
-const float* CpuBackend::forward(const StepBatch& batch, KvPool& kv) {
-  const ModelDesc& d = model_.desc();
-  const Weights& w = model_.weights();
-  const int64_t H = d.hidden;
+void CpuBackend::copy_kv_block(int src, int dst, int n_positions) { kv_.copy_block(src, dst, n_positions); }
+void CpuBackend::read_kv_block(int block, void* host) { kv_.read_block(block, host); }
+void CpuBackend::write_kv_block(int block, const void* host) { kv_.write_block(block, host); }
+
+// The checks that keep a malformed batch from reading or writing out of bounds.
+void CpuBackend::check_batch(const StepBatch& batch) {
   const int64_t n_tok = batch.total_tokens();
   const int64_t n_rows = batch.logit_rows();
   if (n_tok <= 0) throw Error("forward step with no tokens");
-  if (n_tok > opt_.max_tokens)
+  if (n_tok > lim_.max_tokens)
     throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
-                std::to_string(opt_.max_tokens));
-  if (n_rows > opt_.max_logit_rows)
+                std::to_string(lim_.max_tokens));
+  if (n_rows > lim_.max_logit_rows)
     throw Error("forward step asks for " + std::to_string(n_rows) + " logit rows, limit " +
-                std::to_string(opt_.max_logit_rows));
+                std::to_string(lim_.max_logit_rows));
+  const int bs = kv_.config().block_size;
+  for (const SeqStep& s : batch.seqs) {
+    // A sequence with no tokens would still count a "last" logit row and shift every row after it.
+    if (s.n_tokens <= 0) throw Error("a sequence in the step has no tokens");
+    const int64_t end = s.pos + s.n_tokens;
+    if (s.pos < 0 || end > lim_.max_context)
+      throw Error("sequence of " + std::to_string(end) + " positions exceeds the context of " +
+                  std::to_string(lim_.max_context));
+    if ((end + bs - 1) / bs > s.n_blocks) throw Error("sequence's block table does not cover its positions");
+    for (int b = 0; b < s.n_blocks; ++b)
+      if (s.blocks[b] < 0 || s.blocks[b] >= kv_.config().n_blocks)
+        throw Error("block table names a block outside the KV pool");
+  }
+}
 
-  // Per-token bookkeeping, with the checks that keep bad input from reading out of bounds.
+const float* CpuBackend::forward(const StepBatch& batch) {
+  const ModelDesc& d = model_.desc();
+  const Weights& w = model_.weights();
+  const int64_t H = d.hidden;
+  check_batch(batch);
+  const int64_t n_tok = batch.total_tokens();
+  const int64_t n_rows = batch.logit_rows();
+
+  // Per-token bookkeeping.
   int64_t t = 0, r = 0;
   for (size_t si = 0; si < batch.seqs.size(); ++si) {
     const SeqStep& s = batch.seqs[si];
-    const int64_t end = s.pos + s.n_tokens;
-    if (s.pos < 0 || end > opt_.max_context)
-      throw Error("sequence of " + std::to_string(end) + " positions exceeds the context of " +
-                  std::to_string(opt_.max_context));
-    if ((end + kv.block_size() - 1) / kv.block_size() > s.n_blocks)
-      throw Error("sequence's block table does not cover its positions");
-    for (int b = 0; b < s.n_blocks; ++b)
-      if (s.blocks[b] < 0 || s.blocks[b] >= kv.n_blocks()) throw Error("block table names a block outside the KV pool");
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       const int32_t id = s.tokens[i];
       if (id < 0 || id >= d.vocab)
@@ -126,7 +169,7 @@ const float* CpuBackend::forward(const StepBatch& batch, KvPool& kv) {
   }
 
   for (int l = 0; l < d.n_layers; ++l) {
-    attention_layer(l, batch, kv, n_tok);
+    attention_layer(l, batch, n_tok);
     if (d.layers[size_t(l)].moe) {
       moe_ffn(l, n_tok);
     } else {
@@ -165,7 +208,7 @@ void CpuBackend::add_residual(const std::vector<float>& post_norm, int64_t n_tok
   }, 16);
 }
 
-void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int64_t n_tok) {
+void CpuBackend::attention_layer(int l, const StepBatch& batch, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const LayerWeights& L = model_.weights().layers[size_t(l)];
   const LayerDesc& ld = d.layers[size_t(l)];
@@ -176,9 +219,10 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
                    s_.xn.data(), n_tok, s_.act.data());
 
   // Per token: biases, q/k norms, RoPE, then store k and v in the sequence's KV blocks.
-  const int bs = kv.block_size();
-  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int) {
-    float cos_a[512], sin_a[512];
+  const int bs = kv_.config().block_size;
+  pool_.parallel_for(n_tok, [&](int64_t b, int64_t e, int thread) {
+    float* cos_a = s_.rope.data() + size_t(thread) * size_t(hd);
+    float* sin_a = cos_a + hd / 2;
     for (int64_t t = b; t < e; ++t) {
       float* q = s_.q.data() + t * QD;
       float* k = s_.k.data() + t * KVD;
@@ -197,8 +241,7 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
       for (int h = 0; h < d.n_kv_heads; ++h) cpu::rope_head(k + h * hd, int(hd / 2), cos_a, sin_a, d.rope_pairing);
       const SeqStep& s = batch.seqs[size_t(s_.seq_of[size_t(t)])];
       const int block = s.blocks[pos / bs];
-      std::memcpy(kv.keys(l, block) + size_t(pos % bs) * size_t(KVD), k, size_t(KVD) * sizeof(float));
-      std::memcpy(kv.values(l, block) + size_t(pos % bs) * size_t(KVD), v, size_t(KVD) * sizeof(float));
+      kv_.store(l, block, int(pos % bs), k, v);
     }
   }, 4);
 
@@ -206,14 +249,14 @@ void CpuBackend::attention_layer(int l, const StepBatch& batch, KvPool& kv, int6
   const int group = d.n_heads / d.n_kv_heads;
   const float scale = d.attention_scale();
   pool_.parallel_for(n_tok * d.n_kv_heads, [&](int64_t b, int64_t e, int thread) {
-    float* scores = s_.scores.data() + size_t(thread) * size_t(group) * size_t(opt_.max_context);
+    float* scores = s_.scores.data() + size_t(thread) * size_t(group) * size_t(lim_.max_context);
     for (int64_t i = b; i < e; ++i) {
       const int64_t t = i / d.n_kv_heads;
       const int g = int(i % d.n_kv_heads);
       const SeqStep& s = batch.seqs[size_t(s_.seq_of[size_t(t)])];
       const int64_t pos = s_.positions[size_t(t)];
       cpu::AttentionArgs a;
-      a.kv = &kv;
+      a.kv = &kv_;
       a.layer = l;
       a.blocks = s.blocks;
       a.kv_head = g;

@@ -1,8 +1,8 @@
-#include "cli/stop_strings.h"
+#include "engine/stop_strings.h"
 
 #include <algorithm>
 
-namespace ember::cli {
+namespace ember {
 
 std::string StopStringFilter::push(const std::string& text, bool& stopped) {
   held_ += text;
@@ -33,4 +33,4 @@ std::string StopStringFilter::flush() {
   return out;
 }
 
-}  // namespace ember::cli
+}  // namespace ember

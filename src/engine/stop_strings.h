@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace ember::cli {
+namespace ember {
 
 class StopStringFilter {
  public:
@@ -19,4 +19,4 @@ class StopStringFilter {
   std::string held_;
 };
 
-}  // namespace ember::cli
+}  // namespace ember

@@ -1,0 +1,57 @@
+#include "backend/backend_factory.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace ember {
+
+namespace {
+
+// Memory the kernel says is available without swapping (MemAvailable), else total physical memory.
+uint64_t available_host_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(4) << 30;
+}
+
+}  // namespace
+
+int kv_blocks_for(const ModelDesc& d, const BackendOptions& opt, uint64_t bytes) {
+  const uint64_t per_block = kv_block_bytes(d, opt.block_size, opt.kv_type);
+  const int64_t one_context = (int64_t(opt.limits.max_context) + opt.block_size - 1) / opt.block_size;
+  const int64_t fit = int64_t(std::min<uint64_t>(bytes / per_block, uint64_t(1) << 30));
+  if (fit < one_context)
+    throw Error("a KV cache of " + std::to_string(bytes >> 20) + " MiB holds " + std::to_string(fit * opt.block_size) +
+                " positions, fewer than one context of " + std::to_string(opt.limits.max_context) +
+                " (raise --kv-mem or lower --ctx; a block of " + std::to_string(opt.block_size) + " positions takes " +
+                std::to_string(per_block >> 10) + " KiB)");
+  return int(std::min<int64_t>(fit, 0x7fffffff));
+}
+
+std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt) {
+  if (opt.kind != "auto" && opt.kind != "cpu") {
+    if (opt.kind == "cuda") throw Error("this build of ember has no CUDA backend (configure with -DEMBER_CUDA=ON where nvcc is found)");
+    throw Error("unknown backend '" + opt.kind.substr(0, 16) + "' (cpu, cuda or auto)");
+  }
+  if (opt.block_size <= 0 || opt.block_size > 1024) throw Error("KV block size must be in 1..1024");
+  KvConfig kv;
+  kv.block_size = opt.block_size;
+  kv.type = opt.kv_type;
+  const uint64_t bytes = opt.kv_mem ? opt.kv_mem : available_host_memory() / 4;
+  kv.n_blocks = kv_blocks_for(model.desc(), opt, bytes);
+  return std::make_unique<CpuBackend>(model, opt.limits, kv, opt.n_threads);
+}
+
+}  // namespace ember

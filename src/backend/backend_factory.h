@@ -1,0 +1,26 @@
+// Picks and builds a backend by name: the one place that knows the concrete backends.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/backend.h"
+
+namespace ember {
+
+struct BackendOptions {
+  std::string kind = "auto";  // "cpu", "cuda", or "auto": CUDA where this build has it and a device is present
+  StepLimits limits;
+  KvType kv_type = KvType::F16;
+  int block_size = 16;
+  uint64_t kv_mem = 0;        // bytes for KV blocks; 0: a quarter of the memory available now
+  int n_threads = 0;          // CPU threads (0: all hardware threads)
+};
+
+// The backend, its KV block storage sized from kv_mem (never less than one full context).
+std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt);
+
+// Blocks that fit in `bytes` (at least enough for one sequence of max_context positions).
+int kv_blocks_for(const ModelDesc& d, const BackendOptions& opt, uint64_t bytes);
+
+}  // namespace ember

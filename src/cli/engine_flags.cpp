@@ -1,0 +1,99 @@
+#include "cli/engine_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "backend/backend_factory.h"
+#include "gguf/gguf.h"
+#include "util/error.h"
+
+namespace ember::cli {
+
+void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
+  cmd->add_option("--model,-m", f.model, "GGUF file or Hugging Face folder")->required();
+  cmd->add_option("--backend", f.backend, "cpu, cuda, or auto (CUDA where built and a device is present)");
+  cmd->add_option("--ctx", f.ctx, "Context length per sequence (default: min(model's, 4096))");
+  cmd->add_option("--threads", f.threads, "CPU threads (0: all)");
+  cmd->add_option("--kv-mem", f.kv_mem, "Bytes for the KV cache, e.g. 2G (default: see the command's help)");
+  cmd->add_option("--kv-type", f.kv_type, "KV cache element type: f16, bf16 or f32");
+  cmd->add_option("--step-tokens", f.step_tokens, "Tokens per engine step, all sequences together (prompt chunks share it)");
+  cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "Keep no finished prefixes for reuse");
+}
+
+void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
+  cmd->add_option("--temp,--temperature", sp.temperature, "Sampling temperature (0: greedy)");
+  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)");
+  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)");
+  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)");
+  cmd->add_option("--repeat-penalty", sp.repetition_penalty, "Repetition penalty (1: off)");
+  cmd->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty");
+  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty");
+  cmd->add_option("--penalty-last-n", sp.penalty_last_n, "Tokens the penalties look back over (-1: all)");
+  cmd->add_option("--seed", sp.seed, "Random seed");
+}
+
+uint64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+  if (unit.ends_with("IB")) unit.erase(unit.size() - 2);
+  else if (unit.ends_with("B")) unit.pop_back();
+  double mult = 0;
+  if (unit.empty()) mult = 1;
+  else if (unit == "K") mult = 1024.0;
+  else if (unit == "M") mult = 1024.0 * 1024;
+  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "T") mult = 1024.0 * 1024 * 1024 * 1024;
+  if (used == 0 || mult == 0 || !(v > 0) || v * mult > 1e15)
+    throw Error("'" + text.substr(0, 32) + "' is not a size in bytes (examples: 512M, 4G, 1048576)");
+  return uint64_t(v * mult);
+}
+
+std::optional<Tokenizer> tokenizer_of(const Model& m) {
+  if (m.gguf()) {
+    if (!m.gguf()->find("tokenizer.ggml.tokens")) return std::nullopt;
+    return Tokenizer::from_gguf(*m.gguf());
+  }
+  if (std::filesystem::exists(std::filesystem::path(m.path()) / "tokenizer.json")) return Tokenizer::from_hf_path(m.path());
+  return std::nullopt;
+}
+
+LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
+  if (f.ctx < 0) throw Error("--ctx must be positive (0 picks the default)");
+  if (f.parallel < 1 || f.parallel > 1024) throw Error("--parallel must be in 1..1024");
+  if (f.step_tokens < f.parallel || f.step_tokens > 65536)
+    throw Error("--step-tokens must be at least --parallel (" + std::to_string(f.parallel) + ") and at most 65536");
+  LoadedEngine e;
+  e.model = Model::load(f.model);
+  const ModelDesc& d = e.model->desc();
+  e.tok = tokenizer_of(*e.model);
+
+  BackendOptions bo;
+  bo.kind = f.backend;
+  bo.limits.max_context = f.ctx > 0 ? f.ctx : std::min(d.max_context, 4096);
+  bo.limits.max_tokens = f.step_tokens;
+  bo.limits.max_logit_rows = f.parallel;
+  bo.kv_type = parse_kv_type(f.kv_type);
+  bo.n_threads = f.threads;
+  const uint64_t per_context = kv_block_bytes(d, bo.block_size, bo.kv_type) *
+                               uint64_t((bo.limits.max_context + bo.block_size - 1) / bo.block_size);
+  bo.kv_mem = f.kv_mem.empty() ? per_context * uint64_t(std::max(1, default_kv_contexts)) : parse_bytes(f.kv_mem);
+  e.backend = make_backend(*e.model, bo);
+
+  EngineOptions eo;
+  eo.max_running = f.parallel;
+  eo.step_tokens = f.step_tokens;
+  eo.prefix_cache = !f.no_prefix_cache;
+  e.engine = std::make_unique<Engine>(*e.backend, e.tok ? &*e.tok : nullptr, eo);
+  return e;
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,50 @@
+// The flags that load a model onto a backend and start the engine, shared by
+// `ember run` and `ember batch` (and the server later).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace CLI { class App; }
+
+namespace ember::cli {
+
+struct EngineFlags {
+  std::string model;
+  std::string backend = "auto";
+  std::string kv_type = "f16";
+  std::string kv_mem;          // bytes, with an optional K/M/G suffix; empty: the command's default
+  int ctx = 0;                 // 0: min(the model's, 4096)
+  int threads = 0;
+  int parallel = 1;
+  int step_tokens = 256;
+  bool no_prefix_cache = false;
+};
+
+void add_engine_flags(CLI::App* cmd, EngineFlags& f);
+void add_sampling_flags(CLI::App* cmd, SamplingParams& sp);
+
+// "512M", "2G", "1048576" -> bytes. Throws ember::Error on anything else.
+uint64_t parse_bytes(const std::string& text);
+
+// The tokenizer a model carries (GGUF metadata, or tokenizer.json in its folder).
+std::optional<Tokenizer> tokenizer_of(const Model& m);
+
+struct LoadedEngine {
+  std::unique_ptr<Model> model;
+  std::optional<Tokenizer> tok;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Engine> engine;
+};
+
+// Loads the model and its tokenizer, builds the backend and starts the engine.
+// Without --kv-mem, the KV cache is sized for `default_kv_contexts` full contexts.
+LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts);
+
+}  // namespace ember::cli

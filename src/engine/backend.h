@@ -1,0 +1,70 @@
+// The interface every backend (CPU, CUDA) implements; the engine talks only to this.
+//
+// A backend owns the kernels, the device memory and the storage of the KV
+// blocks. The engine owns everything about *which* block holds what (ids,
+// reference counts, block tables, the prefix cache: engine/block_allocator.h,
+// engine/prefix_cache.h) and hands the backend one StepBatch per step.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/step_batch.h"
+#include "model/descriptor.h"
+
+namespace ember {
+
+class Model;
+
+// Element type of the stored keys and values.
+enum class KvType : uint8_t { F16, BF16, F32 };
+const char* kv_type_name(KvType t);
+KvType parse_kv_type(const std::string& name);  // "f16", "bf16", "f32"; throws on anything else
+size_t kv_type_bytes(KvType t);
+
+// How the KV block storage is laid out: n_blocks blocks of block_size positions,
+// each holding keys and values of every layer.
+struct KvConfig {
+  int n_blocks = 0;
+  int block_size = 16;
+  KvType type = KvType::F16;
+};
+
+// Bytes one block takes across all layers, keys and values.
+size_t kv_block_bytes(const ModelDesc& d, int block_size, KvType type);
+
+// The largest step the engine may form; the backend sizes its scratch for it at load.
+struct StepLimits {
+  int max_tokens = 256;      // new tokens in one step, all sequences together
+  int max_logit_rows = 64;   // logit rows one step may ask for
+  int max_context = 4096;    // longest sequence
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const char* name() const = 0;
+  virtual const Model& model() const = 0;
+  virtual const StepLimits& limits() const = 0;
+  virtual const KvConfig& kv_config() const = 0;
+
+  // Runs one forward step and returns the logit rows it asked for (vocab
+  // floats each) in batch order: for each sequence none, its last token's, or
+  // all of its tokens'. Valid until the next call. Reads earlier positions'
+  // keys/values and writes the new ones through each sequence's block table.
+  virtual const float* forward(const StepBatch& batch) = 0;
+
+  // Copies the first n_positions positions of block `src` into block `dst`, in
+  // every layer: copy-on-write of a partly filled block shared through the prefix cache.
+  virtual void copy_kv_block(int src, int dst, int n_positions) = 0;
+
+  // One block's keys and values of every layer to or from host memory of
+  // kv_block_bytes() bytes: preemption by swapping, and the host tier of the prefix cache.
+  virtual void read_kv_block(int block, void* host) = 0;
+  virtual void write_kv_block(int block, const void* host) = 0;
+  size_t block_bytes() const;
+};
+
+}  // namespace ember

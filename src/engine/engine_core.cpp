@@ -1,0 +1,228 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/model.h"
+#include "util/error.h"
+
+namespace ember {
+
+namespace {
+
+int step_tokens_of(const Backend& b, const EngineOptions& o) {
+  const int lim = b.limits().max_tokens;
+  return o.step_tokens > 0 ? std::min(o.step_tokens, lim) : lim;
+}
+
+SchedulerLimits scheduler_limits(const Backend& b, const EngineOptions& o) {
+  SchedulerLimits l;
+  l.max_running = o.max_running;
+  l.step_tokens = step_tokens_of(b, o);
+  l.max_logit_rows = b.limits().max_logit_rows;
+  if (l.max_running > l.max_logit_rows || l.max_running > l.step_tokens)
+    throw Error("engine: " + std::to_string(l.max_running) + " parallel sequences need a backend step of at least as many tokens and logit rows (" +
+                std::to_string(l.step_tokens) + " tokens, " + std::to_string(l.max_logit_rows) + " rows)");
+  return l;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptions& opt)
+    : backend_(backend),
+      tok_(tok),
+      opt_(opt),
+      kv_(backend.kv_config().n_blocks, backend.kv_config().block_size, opt.prefix_cache),
+      sched_(kv_, scheduler_limits(backend, opt)) {
+  plan_.reserve(size_t(opt.max_running) + 1);
+  batch_.seqs.reserve(size_t(opt.max_running) + 1);
+}
+
+EngineCore::~EngineCore() {
+  for (auto& s : live_) {
+    kv_.release(*s);
+    if (s->state != Sequence::State::Finishing && s->state != Sequence::State::Done)
+      s->out->finish(FinishReason::Cancelled, "the engine stopped");
+  }
+}
+
+void EngineCore::validate(const GenerationRequest& req) const {
+  const ModelDesc& d = backend_.model().desc();
+  const int64_t ctx = backend_.limits().max_context;
+  if (req.prompt.empty()) throw Error("the prompt is empty");
+  if (int64_t(req.prompt.size()) >= ctx)
+    throw Error("the prompt has " + std::to_string(req.prompt.size()) + " tokens; the context holds " + std::to_string(ctx) +
+                " with room for at least one new token");
+  for (int32_t id : req.prompt)
+    if (id < 0 || id >= d.vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
+  if (req.max_tokens <= 0) throw Error("max_tokens must be at least 1");
+  if (!req.stop.empty() && !tok_) throw Error("stop strings need a model with a tokenizer");
+  Sampler check(req.sampling, 1);  // throws on out-of-range sampling parameters
+}
+
+void EngineCore::cancel_all(const std::string& why) {
+  while (!live_.empty()) {
+    Sequence& s = *live_.back();
+    if (s.state != Sequence::State::Finishing && s.state != Sequence::State::Done)
+      finish(s, FinishReason::Error, false, why);
+    retire(s);
+  }
+}
+
+void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) {
+  validate(req);
+  const ModelDesc& d = backend_.model().desc();
+  const int64_t ctx = backend_.limits().max_context;
+
+  auto s = std::make_unique<Sequence>(next_id_++, std::move(req), d.vocab);
+  s->out = std::move(out);
+  s->n_prompt = int64_t(s->req.prompt.size());
+  // Everything the sequence will hold, sized now: decode steps allocate nothing.
+  const int64_t total = std::min<int64_t>(ctx, s->n_prompt + s->req.max_tokens);
+  s->tokens.reserve(size_t(total) + 1);
+  s->tokens.assign(s->req.prompt.begin(), s->req.prompt.end());
+  s->blocks.reserve(size_t(total / backend_.kv_config().block_size + 2));
+  s->out->reserve(size_t(s->req.max_tokens), tok_ ? size_t(s->req.max_tokens) * 8 : 0);
+  if (tok_) {
+    s->decoder.emplace(*tok_, /*skip_special=*/true);
+    s->stop_filter.emplace(s->req.stop);
+  }
+  sched_.add(s.get());
+  live_.push_back(std::move(s));
+}
+
+bool EngineCore::step() {
+  // Cancelled requests leave first, freeing their blocks for this very step.
+  for (size_t i = 0; i < live_.size();) {
+    Sequence& s = *live_[i];
+    if (s.out->cancel_requested() && s.state != Sequence::State::Finishing) {
+      finish(s, FinishReason::Cancelled, true);
+      retire(s);
+      continue;
+    }
+    ++i;
+  }
+  sched_.plan(plan_);
+  for (size_t i = 0; i < live_.size();) {  // finished sequences the scheduler let go of
+    if (live_[i]->state == Sequence::State::Done) {
+      retire(*live_[i]);
+      continue;
+    }
+    ++i;
+  }
+  if (plan_.empty()) {
+    if (!live_.empty() && sched_.running().empty())
+      throw Error("engine: requests are waiting but none can be admitted (KV cache too small)");
+    return false;
+  }
+  kv_.run_copies(backend_);
+
+  batch_.seqs.clear();
+  for (const PlannedSeq& p : plan_) {
+    Sequence& s = *p.seq;
+    SeqStep st;
+    st.tokens = s.tokens.data() + s.n_computed;
+    st.n_tokens = p.n_tokens;
+    st.pos = s.n_computed;
+    st.blocks = s.blocks.data();
+    st.n_blocks = int(s.blocks.size());
+    st.logits = p.logits;
+    batch_.seqs.push_back(st);
+  }
+  const float* logits = backend_.forward(batch_);
+  ++steps_;
+
+  const int64_t vocab = backend_.model().desc().vocab;
+  int64_t row = 0;
+  for (const PlannedSeq& p : plan_) {
+    Sequence& s = *p.seq;
+    s.n_computed += p.n_tokens;
+    if (s.state == Sequence::State::Finishing) {
+      retire(s);  // its last token is in the KV now: the cache keeps the whole conversation
+      continue;
+    }
+    if (p.logits != LogitsWanted::Last) continue;
+    deliver(s, logits + row * vocab);
+    ++row;
+  }
+  return true;
+}
+
+void EngineCore::deliver(Sequence& s, const float* logits) {
+  const int64_t vocab = backend_.model().desc().vocab;
+  for (int64_t i = 0; i < vocab; ++i)
+    if (std::isnan(logits[i])) {
+      finish(s, FinishReason::Error, false, "the model produced NaN logits");
+      retire(s);
+      return;
+    }
+  int32_t id;
+  std::string piece;
+  bool stopped = false;
+  try {
+    id = s.sampler.sample(logits, s.tokens);
+    s.tokens.push_back(id);
+    ++s.generated;
+    const bool eog = !s.req.ignore_eos && ((tok_ && tok_->is_end_of_generation(id)) ||
+                                           std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end());
+    if (s.decoder && !eog) piece = s.stop_filter->push(s.decoder->feed(id), stopped);
+    s.out->push(id, piece, s.req.keep_logits ? logits : nullptr, vocab);
+    if (eog || stopped) {
+      finish(s, FinishReason::Stop, !stopped);
+    } else if (s.generated >= s.req.max_tokens || int64_t(s.tokens.size()) >= backend_.limits().max_context) {
+      finish(s, FinishReason::Length, true);
+    } else {
+      return;
+    }
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::Error, false, e.what());
+    retire(s);
+    return;
+  }
+  // Done. With the cache on, the last token is fed once more so the next turn finds all of this one.
+  if (opt_.prefix_cache && s.pending() == 1) {
+    s.state = Sequence::State::Finishing;
+  } else {
+    retire(s);
+  }
+}
+
+void EngineCore::finish(Sequence& s, FinishReason reason, bool flush_text, std::string error) {
+  if (s.decoder && flush_text) {
+    bool stopped = false;
+    std::string rest = s.stop_filter->push(s.decoder->finish(), stopped);
+    if (!stopped) rest += s.stop_filter->flush();
+    s.out->push_text(rest);
+  }
+  if (s.cached_tokens < 0) s.out->set_prompt(s.n_prompt, 0);
+  s.out->finish(reason, std::move(error));
+}
+
+void EngineCore::retire(Sequence& s) {
+  kv_.release(s);
+  sched_.remove(&s);
+  auto it = std::find_if(live_.begin(), live_.end(), [&](auto& p) { return p.get() == &s; });
+  live_.erase(it);
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats st;
+  st.running = int(sched_.running().size());
+  st.waiting = int(sched_.waiting().size());
+  st.blocks_total = kv_.allocator().n_blocks();
+  st.blocks_free = kv_.allocator().free_blocks();
+  st.cached_tokens = kv_.cache() ? kv_.cache()->cached_tokens() : 0;
+  st.steps = steps_;
+  st.preemptions = sched_.preemptions();
+  return st;
+}
+
+void EngineCore::check_accounting() const {
+  std::vector<const Sequence*> holders;
+  for (auto& s : live_) holders.push_back(s.get());
+  kv_.check_accounting(holders);
+}
+
+}  // namespace ember

@@ -1,0 +1,74 @@
+// The engine's step loop on one thread: the mechanism that runs what the
+// scheduler plans. Each step: drop cancelled requests, plan, run the queued
+// KV copies, one forward pass over the whole batch, then sample and deliver
+// a token for every sequence that finished its pending tokens.
+//
+// Nothing here allocates once a request is admitted: the batch, the plan and
+// every sequence's token and block tables are sized up front.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/kv_manager.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+struct EngineOptions {
+  int max_running = 16;     // sequences decoding at once (--parallel)
+  int step_tokens = 0;      // tokens per step; 0: the backend's limit
+  bool prefix_cache = true;
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int blocks_total = 0, blocks_free = 0;
+  int64_t cached_tokens = 0;  // tokens held by the prefix cache
+  int64_t steps = 0, preemptions = 0;
+};
+
+class EngineCore {
+ public:
+  // `tok` (may be null) detokenizes, ends generation at its end-of-generation ids and serves stop strings.
+  EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptions& opt);
+  ~EngineCore();
+
+  // Throws ember::Error when the request can never run (empty prompt, ids
+  // outside the vocabulary, no room in the context, bad sampling parameters).
+  void validate(const GenerationRequest& req) const;
+  // Validates and queues a request; the stream receives its output.
+  void add(GenerationRequest req, std::shared_ptr<RequestStream> out);
+  // Ends every live request with an error (after a failed step) and frees its blocks.
+  void cancel_all(const std::string& why);
+  // Runs one step; false when there was nothing to do.
+  bool step();
+  bool idle() const { return live_.empty(); }
+
+  EngineStats stats() const;
+  // Every KV block is free, cached, or held by a live sequence, with matching reference counts.
+  void check_accounting() const;
+  const Backend& backend() const { return backend_; }
+
+ private:
+  void deliver(Sequence& s, const float* logits);
+  // Ends the request's stream; flush_text releases text held back for stop strings.
+  void finish(Sequence& s, FinishReason reason, bool flush_text, std::string error = {});
+  void retire(Sequence& s);  // releases its blocks and forgets it
+
+  Backend& backend_;
+  const Tokenizer* tok_;
+  EngineOptions opt_;
+  KvManager kv_;
+  Scheduler sched_;
+  std::vector<std::unique_ptr<Sequence>> live_;
+  std::vector<PlannedSeq> plan_;
+  StepBatch batch_;
+  uint64_t next_id_ = 0;
+  int64_t steps_ = 0;
+};
+
+}  // namespace ember

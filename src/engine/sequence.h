@@ -1,0 +1,46 @@
+// One request inside the engine: its tokens, where its KV lives, and how far it got.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/prefix_cache.h"
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop_strings.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+struct Sequence {
+  enum class State : uint8_t {
+    Waiting,    // not admitted, or preempted: holds no blocks
+    Running,    // admitted: prefilling its pending tokens or decoding
+    Finishing,  // answer complete; its last token is fed once more so the cache holds all of it
+    Done,       // answer complete and blocks released: the engine forgets it after this step
+  };
+
+  Sequence(uint64_t id, GenerationRequest r, int vocab) : id(id), req(std::move(r)), sampler(req.sampling, vocab) {}
+
+  const uint64_t id;             // arrival order: first come, first served
+  GenerationRequest req;
+  std::shared_ptr<RequestStream> out;
+  State state = State::Waiting;
+
+  std::vector<int32_t> tokens;   // the prompt, then every generated token
+  int64_t n_prompt = 0;
+  int64_t n_computed = 0;        // leading tokens whose keys/values are in `blocks`
+  std::vector<int32_t> blocks;   // block table: block i holds positions [i * block_size, (i + 1) * block_size)
+  PrefixCache::Node* cache_lock = nullptr;
+  int64_t cached_tokens = -1;    // prompt tokens found in the cache at first admission; -1 before it
+  int generated = 0;
+
+  Sampler sampler;
+  std::optional<StreamDecoder> decoder;
+  std::optional<StopStringFilter> stop_filter;
+
+  int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed
+};
+
+}  // namespace ember
