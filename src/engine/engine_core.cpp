@@ -42,7 +42,9 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
 EngineCore::~EngineCore() {
   for (auto& s : live_) {
     kv_.release(*s);
-    if (s->state != Sequence::State::Finishing && s->state != Sequence::State::Done)
+    if (s->state == Sequence::State::Finishing || s->state == Sequence::State::Done)
+      s->out->finish(s->finish_reason);  // the answer was complete
+    else
       s->out->finish(FinishReason::Cancelled, "the engine stopped");
   }
 }
@@ -65,7 +67,9 @@ void EngineCore::validate(const GenerationRequest& req) const {
 void EngineCore::cancel_all(const std::string& why) {
   while (!live_.empty()) {
     Sequence& s = *live_.back();
-    if (s.state != Sequence::State::Finishing && s.state != Sequence::State::Done)
+    if (s.state == Sequence::State::Finishing || s.state == Sequence::State::Done)
+      s.out->finish(s.finish_reason);
+    else
       finish(s, FinishReason::Error, false, why);
     retire(s);
   }
@@ -107,6 +111,7 @@ bool EngineCore::step() {
   sched_.plan(plan_);
   for (size_t i = 0; i < live_.size();) {  // finished sequences the scheduler let go of
     if (live_[i]->state == Sequence::State::Done) {
+      live_[i]->out->finish(live_[i]->finish_reason);  // its text went out when it finished
       retire(*live_[i]);
       continue;
     }
@@ -140,7 +145,11 @@ bool EngineCore::step() {
     Sequence& s = *p.seq;
     s.n_computed += p.n_tokens;
     if (s.state == Sequence::State::Finishing) {
-      retire(s);  // its last token is in the KV now: the cache keeps the whole conversation
+      // Its last token is in the KV now: the cache keeps the whole conversation, then the client hears it ended.
+      const FinishReason reason = s.finish_reason;
+      auto out = s.out;
+      retire(s);
+      out->finish(reason);
       continue;
     }
     if (p.logits != LogitsWanted::Last) continue;
@@ -170,9 +179,10 @@ void EngineCore::deliver(Sequence& s, const float* logits) {
     if (s.decoder && !eog) piece = s.stop_filter->push(s.decoder->feed(id), stopped);
     s.out->push(id, piece, s.req.keep_logits ? logits : nullptr, vocab);
     if (eog || stopped) {
-      finish(s, FinishReason::Stop, !stopped);
+      s.finish_reason = FinishReason::Stop;
+      s.finish_flush = !stopped;
     } else if (s.generated >= s.req.max_tokens || int64_t(s.tokens.size()) >= backend_.limits().max_context) {
-      finish(s, FinishReason::Length, true);
+      s.finish_reason = FinishReason::Length;
     } else {
       return;
     }
@@ -181,23 +191,28 @@ void EngineCore::deliver(Sequence& s, const float* logits) {
     retire(s);
     return;
   }
-  // Done. With the cache on, the last token is fed once more so the next turn finds all of this one.
-  if (opt_.prefix_cache && s.pending() == 1) {
+  // Done. With the cache on, the last token is fed once more so the next turn
+  // finds all of this one; the stream hears it ended after that step.
+  if (opt_.prefix_cache) {
+    if (s.decoder && s.finish_flush) flush_held_text(s);
     s.state = Sequence::State::Finishing;
   } else {
+    finish(s, s.finish_reason, s.finish_flush);
     retire(s);
   }
 }
 
 void EngineCore::finish(Sequence& s, FinishReason reason, bool flush_text, std::string error) {
-  if (s.decoder && flush_text) {
-    bool stopped = false;
-    std::string rest = s.stop_filter->push(s.decoder->finish(), stopped);
-    if (!stopped) rest += s.stop_filter->flush();
-    s.out->push_text(rest);
-  }
+  if (s.decoder && flush_text) flush_held_text(s);
   if (s.cached_tokens < 0) s.out->set_prompt(s.n_prompt, 0);
   s.out->finish(reason, std::move(error));
+}
+
+void EngineCore::flush_held_text(Sequence& s) {
+  bool stopped = false;
+  std::string rest = s.stop_filter->push(s.decoder->finish(), stopped);
+  if (!stopped) rest += s.stop_filter->flush();
+  s.out->push_text(rest);
 }
 
 void EngineCore::retire(Sequence& s) {

@@ -57,6 +57,7 @@ class EngineCore {
   void deliver(Sequence& s, const float* logits);
   // Ends the request's stream; flush_text releases text held back for stop strings.
   void finish(Sequence& s, FinishReason reason, bool flush_text, std::string error = {});
+  void flush_held_text(Sequence& s);  // text held back for stop strings goes out
   void retire(Sequence& s);  // releases its blocks and forgets it
 
   Backend& backend_;

@@ -17,8 +17,9 @@ struct Sequence {
   enum class State : uint8_t {
     Waiting,    // not admitted, or preempted: holds no blocks
     Running,    // admitted: prefilling its pending tokens or decoding
-    Finishing,  // answer complete; its last token is fed once more so the cache holds all of it
-    Done,       // answer complete and blocks released: the engine forgets it after this step
+    Finishing,  // answer complete; its last token is fed once more so the cache holds all of it,
+                // then the stream is told it finished (so a next turn sent at once finds it all)
+    Done,       // answer complete, blocks released (preempted while finishing): to be retired
   };
 
   Sequence(uint64_t id, GenerationRequest r, int vocab) : id(id), req(std::move(r)), sampler(req.sampling, vocab) {}
@@ -35,6 +36,8 @@ struct Sequence {
   PrefixCache::Node* cache_lock = nullptr;
   int64_t cached_tokens = -1;    // prompt tokens found in the cache at first admission; -1 before it
   int generated = 0;
+  FinishReason finish_reason = FinishReason::None;  // set when the answer is complete (Finishing, Done)
+  bool finish_flush = true;                         // release text held back for stop strings when finishing
 
   Sampler sampler;
   std::optional<StreamDecoder> decoder;

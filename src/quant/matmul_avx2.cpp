@@ -350,23 +350,14 @@ struct Small {
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s[t]), acc[t]);
       }
     };
+    // One accumulator per token, blocks in order, whatever the tile size: a
+    // token's sum is then the same bits alone or in a batch (batch
+    // invariance). Two interleaved accumulators for small tiles hid the FMA
+    // latency but summed in another order than the wide tiles; decode is
+    // bound by memory, not by that latency.
     __m256 acc0[NT];
     for (int t = 0; t < NT; ++t) acc0[t] = _mm256_setzero_ps();
-    if constexpr (NT <= 2) {
-      // Few tokens: a second accumulator set for odd blocks, so consecutive
-      // FMAs into one register do not wait on each other's latency.
-      __m256 acc1[NT];
-      for (int t = 0; t < NT; ++t) acc1[t] = _mm256_setzero_ps();
-      int64_t i = 0;
-      for (; i + 2 <= nb; i += 2) {
-        step(i, acc0);
-        step(i + 1, acc1);
-      }
-      if (i < nb) step(i, acc0);
-      for (int t = 0; t < NT; ++t) acc0[t] = _mm256_add_ps(acc0[t], acc1[t]);
-    } else {
-      for (int64_t i = 0; i < nb; ++i) step(i, acc0);
-    }
+    for (int64_t i = 0; i < nb; ++i) step(i, acc0);
     for (int t = 0; t < NT; ++t) out[t] = hsum(acc0[t]);
   }
 };

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "backend/cpu/cpu_backend.h"
+#include "engine/engine_core.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -45,12 +46,13 @@ class DecodeAllocation : public ::testing::TestWithParam<std::string> {};
 TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
   const auto path = std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
   auto model = Model::load(path.string());
-  CpuBackendOptions o;
+  StepLimits o;
   o.max_context = 256;
   o.max_tokens = 32;
-  o.n_threads = 2;
-  CpuBackend backend(*model, o);
-  KvPool kv(model->desc(), o.max_context / 16, 16);
+  KvConfig kvc;
+  kvc.n_blocks = o.max_context / 16;
+  CpuBackend backend(*model, o, kvc, 2);
+  BlockAllocator kv(kvc.n_blocks);
   Session session(backend, kv);
   SamplingParams sp;
   sp.temperature = 0.8f;
@@ -70,6 +72,41 @@ TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
   }
   EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 decode steps";
   EXPECT_EQ(session.length(), 8 + 1 + 100);
+}
+
+// The same through the serving engine: a step (schedule, forward, sample,
+// deliver to the request's stream) of a running request allocates nothing,
+// with other requests decoding beside it and blocks filling up.
+TEST_P(DecodeAllocation, EngineStepsAllocateNothing) {
+  const auto path = std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
+  auto model = Model::load(path.string());
+  StepLimits o;
+  o.max_context = 256;
+  o.max_tokens = 32;
+  o.max_logit_rows = 4;
+  KvConfig kvc;
+  kvc.n_blocks = 64;
+  CpuBackend backend(*model, o, kvc, 2);
+  EngineOptions eo;
+  eo.max_running = 4;
+  EngineCore core(backend, nullptr, eo);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int r = 0; r < 3; ++r) {
+    GenerationRequest req;
+    req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
+    req.max_tokens = 150;
+    req.sampling.temperature = r == 0 ? 0.0f : 0.8f;
+    req.sampling.top_k = 40;
+    req.sampling.seed = uint64_t(r);
+    streams.push_back(std::make_shared<RequestStream>(uint64_t(r), nullptr));
+    core.add(req, streams.back());
+  }
+  for (int i = 0; i < 3; ++i) core.step();  // prefill and the first decode steps
+
+  const long before = g_allocations.load();
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(core.step());  // crosses several KV blocks per request
+  EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 engine steps";
+  EXPECT_EQ(core.stats().running, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DecodeAllocation, ::testing::Values("F32", "Q8_0", "Q4_K_M", "IQ4_XS"));

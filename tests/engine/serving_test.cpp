@@ -1,0 +1,304 @@
+// The serving engine on the CPU backend with the `tiny` preset: continuous
+// batching, the prefix cache, cancellation and preemption, each checked
+// against the same requests run alone, bit for bit (tokens and a hash of
+// every logit row they were sampled from).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include <unistd.h>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "model/presets.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+using namespace ember;
+
+namespace {
+
+struct Result {
+  std::vector<int32_t> ids;
+  std::vector<uint64_t> logit_hashes;  // one per generated token
+  int64_t cached = -1;
+  FinishReason reason = FinishReason::None;
+  std::string error;
+};
+
+uint64_t hash_row(const float* p, int64_t n) {  // FNV-1a over the bytes: equal only if bit-identical
+  uint64_t h = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  for (int64_t i = 0; i < n * 4; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+Result drain(RequestStream& s, int64_t vocab, int cancel_after = -1) {
+  Result r;
+  RequestUpdate u;
+  while (s.next(u)) {
+    for (size_t i = 0; i < u.tokens.size(); ++i) {
+      r.ids.push_back(u.tokens[i]);
+      if (!u.logits.empty()) r.logit_hashes.push_back(hash_row(u.logits.data() + int64_t(i) * vocab, vocab));
+    }
+    if (cancel_after >= 0 && int(r.ids.size()) >= cancel_after) s.cancel();
+    if (u.finished) {
+      r.cached = u.cached_tokens;
+      r.reason = u.reason;
+      r.error = u.error;
+    }
+  }
+  return r;
+}
+
+class Serving : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // One file per process: CTest runs the tests of this suite in parallel
+    // processes, and rewriting a file another one has mapped would fault it.
+    const fs::path out = fs::temp_directory_path() / ("ember-serving-tiny-q8_0-" + std::to_string(getpid()) + ".gguf");
+    ThreadPool pool(2);
+    generate_model(preset("tiny"), "Q8_0", "", out.string(), 11, pool, false);
+    model_ = Model::load(out.string()).release();
+    fs::remove(out);  // the mapping stays valid
+  }
+  static void TearDownTestSuite() { delete model_; }
+
+  std::unique_ptr<CpuBackend> backend(int n_blocks, int ctx = 512, int step = 64, int rows = 32) {
+    StepLimits l;
+    l.max_context = ctx;
+    l.max_tokens = step;
+    l.max_logit_rows = rows;
+    KvConfig kv;
+    kv.n_blocks = n_blocks;
+    kv.block_size = 16;
+    kv.type = KvType::F16;
+    return std::make_unique<CpuBackend>(*model_, l, kv, 2);
+  }
+  int64_t vocab() const { return model_->desc().vocab; }
+
+  // Each request run alone on a fresh engine without a prefix cache: the reference.
+  std::vector<Result> alone(const std::vector<GenerationRequest>& reqs) {
+    auto b = backend(64);
+    EngineOptions o;
+    o.max_running = 1;
+    o.prefix_cache = false;
+    std::vector<Result> out;
+    for (const auto& r : reqs) {
+      Engine e(*b, nullptr, o);
+      auto s = e.submit(r);
+      out.push_back(drain(*s, vocab()));
+    }
+    return out;
+  }
+
+  // All requests at once, each drained on its own thread.
+  std::vector<Result> together(Engine& e, const std::vector<GenerationRequest>& reqs, int cancel_every = 0) {
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const auto& r : reqs) streams.push_back(e.submit(r));
+    std::vector<Result> out(reqs.size());
+    std::vector<std::thread> th;
+    for (size_t i = 0; i < reqs.size(); ++i)
+      th.emplace_back([&, i] {
+        const bool cancel = cancel_every > 0 && i % size_t(cancel_every) == 0;
+        out[i] = drain(*streams[i], vocab(), cancel ? 2 : -1);
+      });
+    for (auto& t : th) t.join();
+    return out;
+  }
+
+  static Model* model_;
+};
+Model* Serving::model_ = nullptr;
+
+std::vector<int32_t> ids(int n, int seed) {
+  std::vector<int32_t> v;
+  uint32_t x = uint32_t(seed) * 2654435761u + 1;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    v.push_back(int32_t(x % 150000u));
+  }
+  return v;
+}
+
+GenerationRequest request(std::vector<int32_t> prompt, int max_tokens, float temp = 0, uint64_t seed = 0) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = temp;
+  r.sampling.top_k = temp > 0 ? 50 : 0;
+  r.sampling.seed = seed;
+  r.keep_logits = true;
+  return r;
+}
+
+void expect_same(const Result& got, const Result& want, const std::string& what) {
+  EXPECT_EQ(got.ids, want.ids) << what;
+  EXPECT_EQ(got.logit_hashes, want.logit_hashes) << what << ": logits differ in some bit";
+  EXPECT_EQ(got.reason, want.reason) << what;
+}
+
+}  // namespace
+
+TEST_F(Serving, TurnTwoReusesAllOfTurnOneAndMatchesCold) {
+  auto b = backend(256);
+  Engine e(*b, nullptr, EngineOptions{});
+  const auto a = ids(70, 1);
+  auto s1 = e.submit(request(a, 12));
+  const Result t1 = drain(*s1, vocab());
+  ASSERT_EQ(t1.ids.size(), 12u) << t1.error;
+  EXPECT_EQ(t1.cached, 0);
+
+  std::vector<int32_t> turn2 = a;
+  turn2.insert(turn2.end(), t1.ids.begin(), t1.ids.end());
+  const auto question = ids(9, 2);
+  turn2.insert(turn2.end(), question.begin(), question.end());
+  auto s2 = e.submit(request(turn2, 10, 0.9f, 5));
+  const Result t2 = drain(*s2, vocab());
+  EXPECT_EQ(t2.cached, int64_t(a.size() + t1.ids.size())) << "turn 2 must reuse the prompt and every generated token of turn 1";
+  e.check_accounting();
+
+  const auto cold = alone({request(turn2, 10, 0.9f, 5)});
+  expect_same(t2, cold[0], "turn 2 from the cache vs cold");
+}
+
+TEST_F(Serving, ReturnsToAAfterBWithBothResident) {
+  auto b = backend(512);
+  Engine e(*b, nullptr, EngineOptions{});
+  const auto A = ids(150, 3), B = ids(140, 4);
+  auto follow = [&](std::vector<int32_t> doc, const Result& r, int q) {
+    doc.insert(doc.end(), r.ids.begin(), r.ids.end());
+    const auto more = ids(7, q);
+    doc.insert(doc.end(), more.begin(), more.end());
+    return doc;
+  };
+  const Result ra = drain(*e.submit(request(A, 6)), vocab());
+  const Result rb = drain(*e.submit(request(B, 6)), vocab());
+  EXPECT_EQ(rb.cached, 0);
+  const auto A2 = follow(A, ra, 10), B2 = follow(B, rb, 11);
+  const Result ra2 = drain(*e.submit(request(A2, 6)), vocab());
+  EXPECT_EQ(ra2.cached, int64_t(A.size() + ra.ids.size())) << "back to A";
+  const Result rb2 = drain(*e.submit(request(B2, 6)), vocab());
+  EXPECT_EQ(rb2.cached, int64_t(B.size() + rb.ids.size())) << "B stayed resident";
+  const auto cold = alone({request(A2, 6), request(B2, 6)});
+  expect_same(ra2, cold[0], "A2");
+  expect_same(rb2, cold[1], "B2");
+  e.check_accounting();
+}
+
+// 32 requests of different lengths, several longer than a step (chunked
+// prefill), some sharing prefixes (cache hits mid-run), greedy and sampled.
+std::vector<GenerationRequest> mixed_requests() {
+  std::vector<GenerationRequest> reqs;
+  const auto shared = ids(40, 99);
+  for (int i = 0; i < 32; ++i) {
+    std::vector<int32_t> p = (i % 4 == 0) ? shared : std::vector<int32_t>{};
+    const auto own = ids(3 + (i * 37) % 180, 100 + i);
+    p.insert(p.end(), own.begin(), own.end());
+    reqs.push_back(request(p, 6 + i % 9, i % 2 ? 0.8f : 0.0f, uint64_t(i)));
+  }
+  return reqs;
+}
+
+TEST_F(Serving, ThirtyTwoConcurrentRequestsEqualEachAlone) {
+  const auto reqs = mixed_requests();
+  const auto ref = alone(reqs);
+  auto b = backend(1024);
+  EngineOptions o;
+  o.max_running = 32;
+  Engine e(*b, nullptr, o);
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], ref[i], "request " + std::to_string(i));
+  e.check_accounting();
+  EXPECT_GT(e.stats().cached_tokens, 0);
+}
+
+TEST_F(Serving, CancellingHalfLeavesTheRestCorrect) {
+  const auto reqs = mixed_requests();
+  const auto ref = alone(reqs);
+  auto b = backend(1024);
+  EngineOptions o;
+  o.max_running = 32;
+  Engine e(*b, nullptr, o);
+  const auto got = together(e, reqs, /*cancel_every=*/2);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i % 2 == 0) {
+      EXPECT_EQ(got[i].reason == FinishReason::Cancelled || got[i].ids.size() == ref[i].ids.size(), true) << i;
+      // What arrived before the cancel is a prefix of the full answer.
+      ASSERT_LE(got[i].ids.size(), ref[i].ids.size());
+      EXPECT_TRUE(std::equal(got[i].ids.begin(), got[i].ids.end(), ref[i].ids.begin())) << i;
+    } else {
+      expect_same(got[i], ref[i], "request " + std::to_string(i));
+    }
+  }
+  e.check_accounting();
+  const EngineStats st = e.stats();
+  EXPECT_EQ(st.running + st.waiting, 0);
+}
+
+TEST_F(Serving, SmallPoolCompletesEverythingThroughPreemption) {
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 10; ++i) reqs.push_back(request(ids(40 + 9 * i, 200 + i), 40, i % 2 ? 0.7f : 0.f, uint64_t(i)));
+  const auto ref = alone(reqs);
+  // 24 blocks of 16 positions: any one request fits (at most 171 positions,
+  // 11 blocks), all ten at once need about 90.
+  auto b = backend(24, 512);
+  EngineOptions o;
+  o.max_running = 10;
+  Engine e(*b, nullptr, o);
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], ref[i], "request " + std::to_string(i));
+  EXPECT_GT(e.stats().preemptions, 0);
+  e.check_accounting();
+}
+
+TEST_F(Serving, RejectsRequestsThatCanNeverRun) {
+  auto b = backend(64, 64);
+  Engine e(*b, nullptr, EngineOptions{});
+  EXPECT_THROW(e.submit(request({}, 4)), Error);
+  EXPECT_THROW(e.submit(request(ids(64, 1), 4)), Error);  // no room for a new token
+  EXPECT_THROW(e.submit(request({1, 2, int32_t(vocab())}, 4)), Error);
+  GenerationRequest bad = request({1, 2}, 4);
+  bad.sampling.top_p = 0;
+  EXPECT_THROW(e.submit(bad), Error);
+  // A request that hits the context ends with "length", not an error.
+  const Result r = drain(*e.submit(request(ids(60, 2), 100)), vocab());
+  EXPECT_EQ(r.reason, FinishReason::Length);
+  EXPECT_EQ(r.ids.size(), 4u);
+  e.check_accounting();
+}
+
+TEST_F(Serving, BatchOfDifferentLengthsEqualsEachSequenceAlone) {
+  // The backend itself: one step with several sequences of different lengths
+  // gives, bit for bit, the logits each gives in a step of its own.
+  auto b = backend(64, 256, 256, 128);
+  const std::vector<std::vector<int32_t>> seqs = {ids(5, 1), ids(33, 2), ids(1, 3), ids(70, 4)};
+  const int64_t V = vocab();
+  std::vector<std::vector<float>> alone_rows;
+  int next_block = 0;
+  std::vector<std::vector<int32_t>> tables;
+  for (const auto& s : seqs) {
+    std::vector<int32_t> t;
+    for (size_t p = 0; p < s.size(); p += 16) t.push_back(next_block++);
+    tables.push_back(t);
+    StepBatch one;
+    one.seqs.push_back({s.data(), int(s.size()), 0, t.data(), int(t.size()), LogitsWanted::All});
+    const float* l = b->forward(one);
+    alone_rows.emplace_back(l, l + int64_t(s.size()) * V);
+  }
+  StepBatch all;
+  for (size_t i = 0; i < seqs.size(); ++i)
+    all.seqs.push_back({seqs[i].data(), int(seqs[i].size()), 0, tables[i].data(), int(tables[i].size()), LogitsWanted::All});
+  const float* l = b->forward(all);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    EXPECT_EQ(std::memcmp(l, alone_rows[i].data(), alone_rows[i].size() * 4), 0) << "sequence " << i;
+    l += alone_rows[i].size();
+  }
+  StepBatch empty_seq = all;
+  empty_seq.seqs[1].n_tokens = 0;
+  EXPECT_THROW(b->forward(empty_seq), Error);
+}

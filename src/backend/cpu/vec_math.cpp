@@ -67,7 +67,14 @@ void silu_mul(const float* gate, const float* up, float* h, int64_t n) {
     const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, g))));
     _mm256_storeu_ps(h + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
   }
-  for (; i < n; ++i) h[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  if (i < n) {  // the tail through the same polynomial: an element's result must not depend on where a thread's range ends
+    alignas(32) float g[8] = {}, u[8] = {};
+    for (int64_t j = i; j < n; ++j) { g[j - i] = gate[j]; u[j - i] = up[j]; }
+    const __m256 gv = _mm256_load_ps(g);
+    const __m256 s = _mm256_div_ps(gv, _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, gv))));
+    _mm256_store_ps(g, _mm256_mul_ps(s, _mm256_load_ps(u)));
+    for (int64_t j = i; j < n; ++j) h[j] = g[j - i];
+  }
 }
 
 #else  // portable
