@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: unit, fixture and oracle tests (CTest +
-# GoogleTest), the bad-input tests again under AddressSanitizer, the quantised
+# GoogleTest), the bad-input and engine tests again under AddressSanitizer, the
+# serving engine under ThreadSanitizer, the quantised
 # matmuls cross-built for AArch64 and run under qemu, then each fuzzer for a
 # bounded time on its seed corpus.
 set -euo pipefail
@@ -14,11 +15,16 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF >/dev/n
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== parsers, tokenizer, templates, engine, thread pool, vector math, peer-file and CLI bad-input tests under AddressSanitizer + UBSan"
+echo "== parsers, tokenizer, templates, engine, serving engine, thread pool, vector math, peer-file and CLI bad-input tests under AddressSanitizer + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_SANITIZE=ON >/dev/null
-cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test decode_alloc_test model_peer_gguf_test thread_pool_test cpu_math_test
+cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test engine_serving_test decode_alloc_test model_peer_gguf_test thread_pool_test cpu_math_test
 # Tests of targets not built here (the slow fixture suites) show up as *_NOT_BUILT: skip those.
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '_NOT_BUILT'
+
+echo "== the serving engine and the thread pool under ThreadSanitizer"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=OFF -DEMBER_TSAN=ON >/dev/null
+cmake --build build-tsan -j "$jobs" --target engine_test engine_serving_test thread_pool_test
+ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R 'Serving|PrefixCache|BlockAllocator|ThreadPool'
 
 echo "== quantised matmuls for AArch64 (NEON, with and without SDOT) under qemu"
 scripts/test-arm.sh build-arm

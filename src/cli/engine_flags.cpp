@@ -20,6 +20,7 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--kv-type", f.kv_type, "KV cache element type: f16, bf16 or f32");
   cmd->add_option("--step-tokens", f.step_tokens, "Tokens per engine step, all sequences together (prompt chunks share it)");
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "Keep no finished prefixes for reuse");
+  cmd->add_option("--cache-host-mem", f.cache_host_mem, "Host memory for prefixes evicted from the KV cache, e.g. 8G (default: none)");
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
@@ -92,6 +93,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   eo.max_running = f.parallel;
   eo.step_tokens = f.step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
+  if (!f.cache_host_mem.empty()) eo.cache_host_mem = parse_bytes(f.cache_host_mem);
   e.engine = std::make_unique<Engine>(*e.backend, e.tok ? &*e.tok : nullptr, eo);
   return e;
 }

@@ -20,6 +20,7 @@ struct EngineFlags {
   std::string backend = "auto";
   std::string kv_type = "f16";
   std::string kv_mem;          // bytes, with an optional K/M/G suffix; empty: the command's default
+  std::string cache_host_mem;  // bytes of host memory for evicted prefixes; empty: none
   int ctx = 0;                 // 0: min(the model's, 4096)
   int threads = 0;
   int parallel = 1;

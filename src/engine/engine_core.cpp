@@ -35,6 +35,7 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       opt_(opt),
       kv_(backend.kv_config().n_blocks, backend.kv_config().block_size, opt.prefix_cache),
       sched_(kv_, scheduler_limits(backend, opt)) {
+  kv_.enable_host_tier(backend, opt.cache_host_mem);
   plan_.reserve(size_t(opt.max_running) + 1);
   batch_.seqs.reserve(size_t(opt.max_running) + 1);
 }
@@ -229,6 +230,9 @@ EngineStats EngineCore::stats() const {
   st.blocks_total = kv_.allocator().n_blocks();
   st.blocks_free = kv_.allocator().free_blocks();
   st.cached_tokens = kv_.cache() ? kv_.cache()->cached_tokens() : 0;
+  st.host_slots = kv_.host_slots();
+  st.host_slots_used = kv_.host_slots_used();
+  st.restored_blocks = kv_.cache() ? kv_.cache()->restored_blocks() : 0;
   st.steps = steps_;
   st.preemptions = sched_.preemptions();
   return st;

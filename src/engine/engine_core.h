@@ -22,12 +22,15 @@ struct EngineOptions {
   int max_running = 16;     // sequences decoding at once (--parallel)
   int step_tokens = 0;      // tokens per step; 0: the backend's limit
   bool prefix_cache = true;
+  uint64_t cache_host_mem = 0;  // bytes of host memory that evicted prefixes go to before being dropped (0: none)
 };
 
 struct EngineStats {
   int running = 0, waiting = 0;
   int blocks_total = 0, blocks_free = 0;
-  int64_t cached_tokens = 0;  // tokens held by the prefix cache
+  int64_t cached_tokens = 0;  // tokens held by the prefix cache (device and host)
+  int host_slots = 0, host_slots_used = 0;  // the prefix cache's host tier, in blocks
+  int64_t restored_blocks = 0;              // blocks brought back from the host tier
   int64_t steps = 0, preemptions = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/kv_manager.h"
 
+#include <sys/mman.h>
+
 #include <string>
 
 #include "engine/backend.h"
@@ -10,6 +12,29 @@ namespace ember {
 KvManager::KvManager(int n_blocks, int block_size, bool prefix_cache)
     : bs_(block_size), cache_enabled_(prefix_cache), alloc_(n_blocks), cache_(alloc_, block_size) {
   copies_.reserve(64);
+}
+
+KvManager::~KvManager() {
+  if (host_mem_) munmap(host_mem_, host_bytes_);
+}
+
+void KvManager::enable_host_tier(Backend& backend, uint64_t bytes) {
+  if (!cache_enabled_ || bytes == 0) return;
+  const size_t block = backend.block_bytes();
+  const uint64_t n = bytes / block;
+  if (n == 0) throw Error("--cache-host-mem of " + std::to_string(bytes) + " bytes holds no KV block of " + std::to_string(block));
+  host_bytes_ = size_t(n) * block;
+  // Reserved, not committed: host memory is used only as blocks are saved.
+  void* p = mmap(nullptr, host_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw Error("cannot reserve " + std::to_string(host_bytes_ >> 20) + " MiB of host memory for the prefix cache");
+  host_mem_ = static_cast<uint8_t*>(p);
+  host_slots_ = std::make_unique<BlockAllocator>(int(std::min<uint64_t>(n, 1u << 30)));
+  PrefixCache::HostTier tier;
+  tier.slots = host_slots_.get();
+  uint8_t* mem = host_mem_;
+  tier.save = [&backend, mem, block](int b, int slot) { backend.read_kv_block(b, mem + size_t(slot) * block); };
+  tier.load = [&backend, mem, block](int slot, int b) { backend.write_kv_block(b, mem + size_t(slot) * block); };
+  cache_.set_host_tier(std::move(tier));
 }
 
 int KvManager::allocate() {
@@ -83,6 +108,14 @@ void KvManager::check_accounting(const std::vector<const Sequence*>& holders) co
   if (free_count != alloc_.free_blocks())
     throw Error("KV accounting: " + std::to_string(free_count) + " blocks unreferenced, free list has " +
                 std::to_string(alloc_.free_blocks()));
+  if (host_slots_) {
+    std::vector<int> host(size_t(host_slots_->n_blocks()), 0);
+    cache_.count_host_references(host);
+    for (int s = 0; s < host_slots_->n_blocks(); ++s)
+      if (host[size_t(s)] != host_slots_->ref_count(s))
+        throw Error("KV accounting: host slot " + std::to_string(s) + " has " + std::to_string(host_slots_->ref_count(s)) +
+                    " references, the cache accounts for " + std::to_string(host[size_t(s)]));
+  }
 }
 
 }  // namespace ember

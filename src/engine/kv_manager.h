@@ -5,6 +5,7 @@
 // storage and performs the queued copies before the step that needs them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/block_allocator.h"
@@ -22,6 +23,15 @@ struct BlockCopy {
 class KvManager {
  public:
   KvManager(int n_blocks, int block_size, bool prefix_cache);
+  ~KvManager();
+  KvManager(const KvManager&) = delete;
+  KvManager& operator=(const KvManager&) = delete;
+
+  // Evicted prefixes go to `bytes` of host memory first and come back on a hit
+  // (the cache's host tier), copied through the backend.
+  void enable_host_tier(Backend& backend, uint64_t bytes);
+  int host_slots() const { return host_slots_ ? host_slots_->n_blocks() : 0; }
+  int host_slots_used() const { return host_slots_ ? host_slots_->used_blocks() : 0; }
 
   int block_size() const { return bs_; }
   BlockAllocator& allocator() { return alloc_; }
@@ -50,7 +60,10 @@ class KvManager {
   int bs_;
   bool cache_enabled_;
   BlockAllocator alloc_;
-  PrefixCache cache_;
+  std::unique_ptr<BlockAllocator> host_slots_;
+  uint8_t* host_mem_ = nullptr;
+  size_t host_bytes_ = 0;
+  PrefixCache cache_;  // after the allocators: destroyed first, releasing into them
   std::vector<BlockCopy> copies_;
 };
 

@@ -11,10 +11,11 @@ struct PrefixCache::Node {
   Node* parent = nullptr;
   int64_t start = 0;             // position of the edge's first token
   std::vector<int32_t> tokens;   // the edge
-  std::vector<int32_t> blocks;   // block indices first_block_index() .. (end() - 1) / block size
+  std::vector<int32_t> blocks;   // block indices first_block_index() .. (end() - 1) / block size (host slots when on_host)
   std::vector<std::unique_ptr<Node>> children;
   int locks = 0;                 // running sequences whose matched path goes through here
   uint64_t last_use = 0;
+  bool on_host = false;          // its blocks live in the host tier
   int64_t end() const { return start + int64_t(tokens.size()); }
 };
 
@@ -25,8 +26,10 @@ PrefixCache::PrefixCache(BlockAllocator& alloc, int block_size)
 
 PrefixCache::~PrefixCache() { release_all(root_.get()); }
 
+BlockAllocator& PrefixCache::owner(const Node* n) { return n->on_host ? *host_.slots : alloc_; }
+
 void PrefixCache::release_all(Node* n) {
-  for (int32_t b : n->blocks) alloc_.release(b);
+  for (int32_t b : n->blocks) owner(n).release(b);
   n->blocks.clear();
   for (auto& c : n->children) release_all(c.get());
 }
@@ -48,6 +51,7 @@ PrefixCache::Node* PrefixCache::split(Node* child, size_t k) {
   upper->tokens.assign(child->tokens.begin(), child->tokens.begin() + int64_t(k));
   upper->locks = child->locks;  // every lock through the child also covers its upper part
   upper->last_use = child->last_use;
+  upper->on_host = child->on_host;
   const int first = first_block_index(child);
   const int upper_last = int((upper->end() - 1) / bs_);
   upper->blocks.assign(child->blocks.begin(), child->blocks.begin() + (upper_last - first + 1));
@@ -56,7 +60,7 @@ PrefixCache::Node* PrefixCache::split(Node* child, size_t k) {
   child->start += int64_t(k);
   const int lower_first = first_block_index(child);
   child->blocks.erase(child->blocks.begin(), child->blocks.begin() + (lower_first - first));
-  if (lower_first == upper_last) alloc_.retain(child->blocks.front());  // the block both halves read
+  if (lower_first == upper_last) owner(child).retain(child->blocks.front());  // the block both halves read
 
   // The upper node takes the child's place under the parent, the child goes under it.
   auto it = std::find_if(parent->children.begin(), parent->children.end(), [&](auto& c) { return c.get() == child; });
@@ -69,6 +73,32 @@ PrefixCache::Node* PrefixCache::split(Node* child, size_t k) {
   return up;
 }
 
+void PrefixCache::lock_path(Node* n, int delta) {
+  for (; n && n != root_.get(); n = n->parent) n->locks += delta;
+}
+
+bool PrefixCache::restore(Node* n) {
+  std::vector<int32_t> dev;
+  dev.reserve(n->blocks.size());
+  for (size_t i = 0; i < n->blocks.size(); ++i) {
+    int b = alloc_.allocate();
+    if (b < 0 && evict_until_free(1)) b = alloc_.allocate();
+    if (b < 0) {
+      for (int32_t d : dev) alloc_.release(d);
+      return false;
+    }
+    dev.push_back(b);
+  }
+  for (size_t i = 0; i < dev.size(); ++i) {
+    host_.load(n->blocks[i], dev[i]);
+    host_.slots->release(n->blocks[i]);
+  }
+  n->blocks = std::move(dev);
+  n->on_host = false;
+  restored_ += int64_t(n->blocks.size());
+  return true;
+}
+
 int64_t PrefixCache::match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks, Node*& lock) {
   blocks.clear();
   lock = nullptr;
@@ -79,6 +109,12 @@ int64_t PrefixCache::match(std::span<const int32_t> tokens, int64_t limit, std::
   while (pos < lim) {
     Node* child = find_child(node, tokens[size_t(pos)]);
     if (!child) break;
+    if (child->on_host) {  // bring it back, keeping the path so far (and it) from being evicted meanwhile
+      lock_path(child, +1);
+      const bool ok = restore(child);
+      lock_path(child, -1);
+      if (!ok) break;
+    }
     size_t k = 0;
     while (k < child->tokens.size() && pos + int64_t(k) < lim && child->tokens[k] == tokens[size_t(pos) + k]) ++k;
     if (k < child->tokens.size()) child = split(child, k);
@@ -141,43 +177,79 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
   node->children.push_back(std::move(leaf));
 }
 
-// A walk over the whole tree: eviction is rare (only when blocks run out) and
+// Walks over the whole tree: eviction is rare (only when blocks run out) and
 // the tree holds one node per branch point, so a scan beats keeping an index.
-static void find_lru_leaf(PrefixCache::Node* n, PrefixCache::Node* root, PrefixCache::Node*& best);
+// A node can leave the device when nothing below it is still there.
+static void find_lru(PrefixCache::Node* n, PrefixCache::Node* root, bool on_host, PrefixCache::Node*& best);
 
 PrefixCache::Node* PrefixCache::lru_evictable_leaf() const {
   Node* best = nullptr;
-  find_lru_leaf(root_.get(), root_.get(), best);
+  find_lru(root_.get(), root_.get(), false, best);
   return best;
 }
 
-static void find_lru_leaf(PrefixCache::Node* n, PrefixCache::Node* root, PrefixCache::Node*& best) {
-  if (n != root && n->children.empty() && n->locks == 0 && (!best || n->last_use < best->last_use)) best = n;
-  for (auto& c : n->children) find_lru_leaf(c.get(), root, best);
+PrefixCache::Node* PrefixCache::lru_host_leaf() const {
+  Node* best = nullptr;
+  find_lru(root_.get(), root_.get(), true, best);
+  return best;
+}
+
+static void find_lru(PrefixCache::Node* n, PrefixCache::Node* root, bool on_host, PrefixCache::Node*& best) {
+  bool candidate = n != root && n->on_host == on_host && n->locks == 0 && (!best || n->last_use < best->last_use);
+  for (auto& c : n->children) {
+    candidate = candidate && (on_host ? false : c->on_host);  // device: only host children; host: no children
+    find_lru(c.get(), root, on_host, best);
+  }
+  if (candidate) best = n;
 }
 
 void PrefixCache::remove_leaf(Node* leaf) {
-  for (int32_t b : leaf->blocks) alloc_.release(b);
+  while (!leaf->children.empty()) remove_leaf(leaf->children.back().get());  // a subtree goes whole
+  for (int32_t b : leaf->blocks) owner(leaf).release(b);
   tokens_ -= int64_t(leaf->tokens.size());
   --n_nodes_;
   auto& siblings = leaf->parent->children;
   siblings.erase(std::find_if(siblings.begin(), siblings.end(), [&](auto& c) { return c.get() == leaf; }));
 }
 
-bool PrefixCache::evict_until_free(int want_free) {
-  while (alloc_.free_blocks() < want_free) {
-    Node* leaf = lru_evictable_leaf();
-    if (!leaf) return false;
-    remove_leaf(leaf);
+bool PrefixCache::evict_one() {
+  Node* victim = lru_evictable_leaf();
+  if (!victim) return false;
+  if (host_.slots) {
+    const int need = int(victim->blocks.size());
+    while (host_.slots->free_blocks() < need) {
+      Node* h = lru_host_leaf();
+      if (!h) break;
+      remove_leaf(h);
+    }
+    if (host_.slots->free_blocks() >= need) {
+      for (int32_t& b : victim->blocks) {
+        const int slot = host_.slots->allocate();
+        host_.save(b, slot);
+        alloc_.release(b);
+        b = slot;
+      }
+      victim->on_host = true;
+      return true;
+    }
   }
+  remove_leaf(victim);  // with any host nodes below it
   return true;
 }
 
-static void count_node_references(const PrefixCache::Node* n, std::vector<int>& refs) {
-  for (int32_t b : n->blocks) ++refs[size_t(b)];
-  for (auto& c : n->children) count_node_references(c.get(), refs);
+bool PrefixCache::evict_until_free(int want_free) {
+  while (alloc_.free_blocks() < want_free)
+    if (!evict_one()) return false;
+  return true;
 }
 
-void PrefixCache::count_references(std::vector<int>& refs) const { count_node_references(root_.get(), refs); }
+static void count_node_references(const PrefixCache::Node* n, bool on_host, std::vector<int>& refs) {
+  if (n->on_host == on_host)
+    for (int32_t b : n->blocks) ++refs[size_t(b)];
+  for (auto& c : n->children) count_node_references(c.get(), on_host, refs);
+}
+
+void PrefixCache::count_references(std::vector<int>& refs) const { count_node_references(root_.get(), false, refs); }
+void PrefixCache::count_host_references(std::vector<int>& refs) const { count_node_references(root_.get(), true, refs); }
 
 }  // namespace ember

@@ -15,8 +15,14 @@
 // conversation finds all of the last one. Nodes on a running sequence's
 // matched path are locked; unlocked leaves are evicted least recently used
 // first, only when blocks are needed.
+//
+// With a host tier, an evicted node's blocks are first copied to host memory
+// (slots counted by a second allocator) and the node stays in the tree; a
+// later match copies them back into fresh blocks, which is faster than
+// recomputing them. Host slots are evicted least recently used in turn.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,6 +36,15 @@ class PrefixCache {
   struct Node;
 
   PrefixCache(BlockAllocator& alloc, int block_size);
+
+  // The host tier: `slots` counts host slots of one block each; save(block,
+  // slot) copies a block out, load(slot, block) copies it back.
+  struct HostTier {
+    BlockAllocator* slots = nullptr;
+    std::function<void(int block, int slot)> save;
+    std::function<void(int slot, int block)> load;
+  };
+  void set_host_tier(HostTier tier) { host_ = std::move(tier); }
   ~PrefixCache();  // releases every block the cache holds
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -49,15 +64,22 @@ class PrefixCache {
   // `want_free` free blocks or nothing more can be evicted. Returns whether it got there.
   bool evict_until_free(int want_free);
 
-  int64_t cached_tokens() const { return tokens_; }  // tokens on all edges
+  int64_t cached_tokens() const { return tokens_; }  // tokens on all edges, device and host
+  int64_t restored_blocks() const { return restored_; }  // blocks brought back from the host tier so far
   size_t n_nodes() const { return n_nodes_; }
-  // Adds, for each block, how many references the cache holds on it (accounting checks).
+  // Adds, for each block (host slot), how many references the cache holds on it (accounting checks).
   void count_references(std::vector<int>& refs) const;
+  void count_host_references(std::vector<int>& refs) const;
 
  private:
   Node* find_child(Node* n, int32_t token) const;
   Node* split(Node* child, size_t k);  // child keeps its tail; returns the new upper node of k tokens
   Node* lru_evictable_leaf() const;
+  Node* lru_host_leaf() const;
+  bool evict_one();                 // moves the LRU evictable node to the host tier, or drops it
+  bool restore(Node* n);            // brings a host node's blocks back; false when no block can be had
+  void lock_path(Node* n, int delta);
+  BlockAllocator& owner(const Node* n);  // the allocator of its blocks: the device's or the host tier's
   void remove_leaf(Node* leaf);
   void release_all(Node* n);
   int first_block_index(const Node* n) const;
@@ -67,7 +89,9 @@ class PrefixCache {
   std::unique_ptr<Node> root_;
   uint64_t clock_ = 0;
   int64_t tokens_ = 0;
+  int64_t restored_ = 0;
   size_t n_nodes_ = 0;
+  HostTier host_;
 };
 
 }  // namespace ember

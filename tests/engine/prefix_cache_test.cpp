@@ -33,9 +33,20 @@ struct FakeKv {
 // "compute" the rest into blocks of its own, insert, let go.
 struct Harness {
   BlockAllocator alloc;
+  BlockAllocator host_slots;
   PrefixCache cache;
   FakeKv kv;
-  explicit Harness(int n_blocks) : alloc(n_blocks), cache(alloc, kBs) {}
+  std::map<int, std::vector<int32_t>> host;  // slot -> content
+  explicit Harness(int n_blocks, int n_host_slots = 0)
+      : alloc(n_blocks), host_slots(std::max(1, n_host_slots)), cache(alloc, kBs) {
+    if (n_host_slots > 0) {
+      PrefixCache::HostTier t;
+      t.slots = &host_slots;
+      t.save = [this](int b, int slot) { host[slot] = kv.content[b]; };
+      t.load = [this](int slot, int b) { kv.content[b] = host[slot]; };
+      cache.set_host_tier(t);
+    }
+  }
 
   // Returns the matched length, or -1 when the pool ran out.
   int64_t run(const std::vector<int32_t>& tokens, bool insert = true) {
@@ -83,6 +94,9 @@ struct Harness {
       free_count += refs[size_t(b)] == 0;
     }
     ASSERT_EQ(free_count, alloc.free_blocks());
+    std::vector<int> hrefs(size_t(host_slots.n_blocks()), 0);
+    cache.count_host_references(hrefs);
+    for (int s = 0; s < host_slots.n_blocks(); ++s) ASSERT_EQ(hrefs[size_t(s)], host_slots.ref_count(s)) << "slot " << s;
   }
 };
 
@@ -166,13 +180,32 @@ TEST(PrefixCache, LruOrderDecidesWhatGoes) {
   EXPECT_EQ(h.run(seq({1, 1, 1, 1, 1, 7}), false), 5);
 }
 
+TEST(PrefixCache, HostTierKeepsEvictedPrefixesAndBringsThemBack) {
+  Harness h(6, 16);  // six device blocks: one 17-token document at a time
+  std::vector<int32_t> A, B;
+  for (int i = 0; i < 17; ++i) { A.push_back(10 + i); B.push_back(50 + i); }
+  h.run(A);
+  h.run(B);  // A's blocks go to the host tier to make room
+  EXPECT_GT(h.host_slots.used_blocks(), 0);
+  auto A2 = A;
+  A2.push_back(7);
+  EXPECT_EQ(h.run(A2, false), 17);  // all of A, copied back (run() checks every position's token)
+  EXPECT_GT(h.cache.restored_blocks(), 0);
+  auto B2 = B;
+  B2.push_back(7);
+  EXPECT_EQ(h.run(B2, false), 17);  // and B in turn
+  h.check_accounting();
+}
+
 // Random conversations over a small alphabet (many shared prefixes and splits).
 // Phase 1, a pool too big to evict: matches equal the reference exactly.
 // Phase 2, a pool that must evict: every match is a real prefix of something
 // inserted, its blocks hold exactly its tokens, and the accounting balances.
+// Phase 3 adds a host tier: the same, with blocks going out and coming back.
 TEST(PrefixCache, RandomizedAgainstReferenceModel) {
-  for (int phase = 0; phase < 2; ++phase) {
-    Harness h(phase == 0 ? 4096 : 24);
+  // Phase 3: the same small pool with a host tier behind it.
+  for (int phase = 0; phase < 3; ++phase) {
+    Harness h(phase == 0 ? 4096 : 24, phase == 2 ? 40 : 0);
     std::mt19937 rng(1234 + phase);
     std::set<std::vector<int32_t>> inserted;
     std::vector<std::vector<int32_t>> history;
@@ -206,5 +239,6 @@ TEST(PrefixCache, RandomizedAgainstReferenceModel) {
       h.check_accounting();
       if (::testing::Test::HasFatalFailure()) return;
     }
+    if (phase == 2) EXPECT_GT(h.cache.restored_blocks(), 0) << "the host tier was never used";
   }
 }

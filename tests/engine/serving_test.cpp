@@ -190,6 +190,26 @@ TEST_F(Serving, ReturnsToAAfterBWithBothResident) {
   e.check_accounting();
 }
 
+TEST_F(Serving, HostTierServesAReturnWhenDeviceBlocksRanOut) {
+  // 24 blocks hold one ~300-token document, not two: B pushes A out to host memory.
+  auto b = backend(24, 512);
+  EngineOptions o;
+  o.cache_host_mem = 64 * b->block_bytes();
+  Engine e(*b, nullptr, o);
+  const auto A = ids(300, 5), B = ids(300, 6);
+  const Result ra = drain(*e.submit(request(A, 4)), vocab());
+  drain(*e.submit(request(B, 4)), vocab());
+  EXPECT_GT(e.stats().host_slots_used, 0);
+  std::vector<int32_t> A2 = A;
+  A2.insert(A2.end(), ra.ids.begin(), ra.ids.end());
+  A2.push_back(77);
+  const Result ra2 = drain(*e.submit(request(A2, 6)), vocab());
+  EXPECT_EQ(ra2.cached, int64_t(A.size() + ra.ids.size()));
+  EXPECT_GT(e.stats().restored_blocks, 0);
+  expect_same(ra2, alone({request(A2, 6)})[0], "A from the host tier vs cold");
+  e.check_accounting();
+}
+
 // 32 requests of different lengths, several longer than a step (chunked
 // prefill), some sharing prefixes (cache hits mid-run), greedy and sampled.
 std::vector<GenerationRequest> mixed_requests() {
