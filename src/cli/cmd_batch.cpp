@@ -89,7 +89,7 @@ void batch(const BatchOptions& o) {
   std::FILE* out = o.out == "-" ? stdout : std::fopen(o.out.c_str(), "w");
   if (!out) throw Error("cannot write " + o.out);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(out == stdout ? nullptr : out, std::fclose);
-  LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/2 * o.engine.parallel);
+  LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/0);
 
   struct Item {
     json id;
@@ -156,7 +156,6 @@ void add_batch(CLI::App& app) {
   cmd->add_option("--parallel", o.engine.parallel, "Requests running at once (1: one at a time, in file order)");
   cmd->add_option("-n,--max-tokens", o.max_tokens, "Default max_tokens for lines without one");
   add_sampling_flags(cmd, o.sp);
-  // Without --kv-mem the KV cache holds two full contexts per parallel sequence (engine_flags.h).
   cmd->callback([] { batch(o); });
 }
 

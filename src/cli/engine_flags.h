@@ -45,7 +45,9 @@ struct LoadedEngine {
 };
 
 // Loads the model and its tokenizer, builds the backend and starts the engine.
-// Without --kv-mem, the KV cache is sized for `default_kv_contexts` full contexts.
+// Without --kv-mem, the KV cache is sized for `default_kv_contexts` full
+// contexts, or, when that is 0, from the memory available (many cached
+// conversations; pages are committed only as blocks fill).
 LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts);
 
 }  // namespace ember::cli

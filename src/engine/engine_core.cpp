@@ -119,8 +119,9 @@ bool EngineCore::step() {
     ++i;
   }
   if (plan_.empty()) {
-    if (!live_.empty() && sched_.running().empty())
-      throw Error("engine: requests are waiting but none can be admitted (KV cache too small)");
+    // Every live request is always either planned or waiting behind one that is: an empty plan
+    // with requests live would stall them forever, so it fails them loudly instead.
+    if (!live_.empty()) throw Error("engine: no request can make progress (KV cache too small for one context?)");
     return false;
   }
   kv_.run_copies(backend_);

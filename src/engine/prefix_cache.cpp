@@ -42,6 +42,13 @@ PrefixCache::Node* PrefixCache::find_child(Node* n, int32_t token) const {
   return nullptr;
 }
 
+// How many leading tokens of the child's edge equal tokens[pos, lim).
+static size_t common_length(const std::vector<int32_t>& edge, std::span<const int32_t> tokens, int64_t pos, int64_t lim) {
+  size_t k = 0;
+  while (k < edge.size() && pos + int64_t(k) < lim && edge[k] == tokens[size_t(pos) + k]) ++k;
+  return k;
+}
+
 PrefixCache::Node* PrefixCache::split(Node* child, size_t k) {
   assert(k > 0 && k < child->tokens.size());
   Node* parent = child->parent;
@@ -115,8 +122,7 @@ int64_t PrefixCache::match(std::span<const int32_t> tokens, int64_t limit, std::
       lock_path(child, -1);
       if (!ok) break;
     }
-    size_t k = 0;
-    while (k < child->tokens.size() && pos + int64_t(k) < lim && child->tokens[k] == tokens[size_t(pos) + k]) ++k;
+    const size_t k = common_length(child->tokens, tokens, pos, lim);
     if (k < child->tokens.size()) child = split(child, k);
     node = child;
     node->last_use = now;
@@ -152,8 +158,7 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
   while (pos < n) {
     Node* child = find_child(node, tokens[size_t(pos)]);
     if (!child) break;
-    size_t k = 0;
-    while (k < child->tokens.size() && pos + int64_t(k) < n && child->tokens[k] == tokens[size_t(pos) + k]) ++k;
+    const size_t k = common_length(child->tokens, tokens, pos, n);
     child->last_use = now;
     if (k < child->tokens.size()) {
       if (pos + int64_t(k) == n) return;  // already cached: the tokens end inside this edge

@@ -9,7 +9,10 @@
 #include <memory>
 #include <thread>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine.h"
@@ -224,13 +227,17 @@ std::vector<GenerationRequest> mixed_requests() {
   return reqs;
 }
 
+EngineOptions thirty_two() {
+  EngineOptions o;
+  o.max_running = 32;
+  return o;
+}
+
 TEST_F(Serving, ThirtyTwoConcurrentRequestsEqualEachAlone) {
   const auto reqs = mixed_requests();
   const auto ref = alone(reqs);
   auto b = backend(1024);
-  EngineOptions o;
-  o.max_running = 32;
-  Engine e(*b, nullptr, o);
+  Engine e(*b, nullptr, thirty_two());
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], ref[i], "request " + std::to_string(i));
   e.check_accounting();
@@ -241,9 +248,7 @@ TEST_F(Serving, CancellingHalfLeavesTheRestCorrect) {
   const auto reqs = mixed_requests();
   const auto ref = alone(reqs);
   auto b = backend(1024);
-  EngineOptions o;
-  o.max_running = 32;
-  Engine e(*b, nullptr, o);
+  Engine e(*b, nullptr, thirty_two());
   const auto got = together(e, reqs, /*cancel_every=*/2);
   for (size_t i = 0; i < reqs.size(); ++i) {
     if (i % 2 == 0) {
@@ -274,6 +279,23 @@ TEST_F(Serving, SmallPoolCompletesEverythingThroughPreemption) {
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], ref[i], "request " + std::to_string(i));
   EXPECT_GT(e.stats().preemptions, 0);
   e.check_accounting();
+}
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+TEST_F(Serving, IdleEngineUsesNoCpu) {
+  auto b = backend(64);
+  Engine e(*b, nullptr, EngineOptions{});
+  drain(*e.submit(request(ids(20, 1), 8)), vocab());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the workers' short spin
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // Nobody spins: the engine thread and the pool's workers sleep on condition variables.
+  EXPECT_LT(process_cpu_seconds() - before, 0.05) << "CPU seconds used by an idle engine in one second";
 }
 
 TEST_F(Serving, RejectsRequestsThatCanNeverRun) {
