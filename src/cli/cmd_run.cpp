@@ -43,7 +43,10 @@ std::vector<int32_t> prompt_ids(const RunOptions& o, const LoadedEngine& e) {
   return tok.encode(rendered, /*add_special=*/false, /*parse_special=*/true);
 }
 
-void run(const RunOptions& o) {
+void run(RunOptions o) {
+  // One request and then exit: nothing would ever reuse a cached prefix, and
+  // keeping one costs a last step to store the final token.
+  o.engine.no_prefix_cache = true;
   LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/1);
   GenerationRequest req;
   req.prompt = prompt_ids(o, e);
