@@ -78,7 +78,8 @@ PerplexityResult measure_perplexity(const PerplexityOptions& o) {
   auto model = Model::load(o.model);
   const int64_t vocab = model->desc().vocab;
   const Tokenizer tok = load_tokenizer(TokenizerSource{o.model, ""});
-  std::vector<int32_t> ids = tok.encode(read_file(o.text), false, false);
+  const std::string text = read_file(o.text);
+  std::vector<int32_t> ids = tok.encode(text, false, false);
   if (o.limit > 0 && int64_t(ids.size()) > o.limit) ids.resize(size_t(o.limit));
   const int ctx = o.ctx > 0 ? o.ctx : std::min(model->desc().max_context, 4096);
   if (ctx < 2) throw Error("--ctx must be at least 2");
@@ -91,9 +92,9 @@ PerplexityResult measure_perplexity(const PerplexityOptions& o) {
     if (base->desc().vocab != vocab)
       throw Error(o.kl_base + ": vocabulary of " + std::to_string(base->desc().vocab) + " tokens, the model has " +
                   std::to_string(vocab));
-    if (load_tokenizer(TokenizerSource{o.kl_base, ""}).encode(read_file(o.text), false, false).size() <
-        ids.size())
-      throw Error(o.kl_base + ": its tokenizer reads the text differently");
+    std::vector<int32_t> base_ids = load_tokenizer(TokenizerSource{o.kl_base, ""}).encode(text, false, false);
+    base_ids.resize(std::min(base_ids.size(), ids.size()));
+    if (base_ids != ids) throw Error(o.kl_base + ": its tokenizer reads the text differently from the model's");
     base_runner = std::make_unique<WindowRunner>(*base, ctx, o.threads);
   }
   WindowRunner runner(*model, ctx, o.threads);
