@@ -12,14 +12,16 @@
 namespace ember::cli {
 
 void add_convert(CLI::App& app) {
-  auto* cmd = app.add_subcommand("convert", "Convert a Hugging Face model folder to GGUF");
-  static std::string dir, out, mix = "F16";
-  cmd->add_option("dir", dir, "Folder with config.json and model.safetensors")->required();
+  auto* cmd = app.add_subcommand("convert", "Convert a Hugging Face model folder or a GGUF file to GGUF");
+  static std::string input, out, mix = "F16";
+  cmd->add_option("input", input, "Folder with config.json and model.safetensors, or a GGUF file to requantise")
+      ->required();
   cmd->add_option("-o,--out", out, "Output GGUF file")->required();
-  cmd->add_option("--quant", mix, "Quant mix: F32, F16, BF16, Q8_0, Q4_K, Q6K-IQ3XXS");
+  cmd->add_option("--quant", mix,
+                  "Quant mix: F32, F16, BF16, Q8_0, Q6_K, Q5_K, Q4_K, IQ4_XS, Q3_K, IQ3_XXS, Q6K-IQ3XXS");
   cmd->callback([] {
     ThreadPool pool;
-    convert_hf_to_gguf(dir, out, mix, pool, true);
+    convert_to_gguf(input, out, mix, pool, true);
     std::fprintf(stderr, "wrote %s\n", out.c_str());
   });
 }

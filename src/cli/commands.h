@@ -12,5 +12,6 @@ void add_logits(CLI::App& app);
 void add_convert(CLI::App& app);
 void add_gen_model(CLI::App& app);
 void add_text_tools(CLI::App& app);  // tokenize, detokenize, chat-template
+void add_perplexity(CLI::App& app);
 
 }  // namespace ember::cli

@@ -13,7 +13,14 @@ const std::vector<QuantMix>& quant_mixes() {
       {"F16", T::F16, T::F16, T::F16, T::F16},
       {"BF16", T::BF16, T::BF16, T::BF16, T::BF16},
       {"Q8_0", T::Q8_0, T::Q8_0, T::Q8_0, T::Q8_0},
+      // The K and IQ mixes keep the output head (the embedding too, when tied) at
+      // Q6_K, as other GGUF quantisers' medium mixes do.
+      {"Q6_K", T::Q6_K, T::Q6_K, T::Q6_K, T::Q6_K},
+      {"Q5_K", T::Q5_K, T::Q6_K, T::Q5_K, T::Q5_K},
       {"Q4_K", T::Q4_K, T::Q6_K, T::Q4_K, T::Q4_K},
+      {"IQ4_XS", T::IQ4_XS, T::Q6_K, T::IQ4_XS, T::IQ4_XS},
+      {"Q3_K", T::Q3_K, T::Q6_K, T::Q3_K, T::Q3_K},
+      {"IQ3_XXS", T::IQ3_XXS, T::Q6_K, T::IQ3_XXS, T::IQ3_XXS},
       {"Q6K-IQ3XXS", T::Q6_K, T::Q6_K, T::Q6_K, T::IQ3_XXS},
   };
   return mixes;

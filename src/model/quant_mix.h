@@ -14,7 +14,7 @@ struct QuantMix {
   GgmlType linear, output, embedding, expert;
 };
 
-const std::vector<QuantMix>& quant_mixes();  // F32, F16, BF16, Q8_0, Q4_K, Q6K-IQ3XXS
+const std::vector<QuantMix>& quant_mixes();  // F32 F16 BF16 Q8_0 Q6_K Q5_K Q4_K IQ4_XS Q3_K IQ3_XXS Q6K-IQ3XXS
 const QuantMix& quant_mix(const std::string& name);  // throws listing the mixes
 // With tied embeddings, token_embd.weight is also the output head, read in full
 // for every token, so it takes the head's type (as other GGUF quantisers do).
