@@ -136,6 +136,39 @@ int main(int argc, char** argv) {
       w.max_tokens = 4;
       run_all(engine, {w});
     }
+    engine.wait_idle();
+
+    // The backend alone: one decode step of B sequences (one token each, at
+    // position 63 of its own blocks), median of 9, rounds interleaved over B.
+    // Beside the engine's figures it shows what the scheduling, sampling and
+    // delivery around each step cost.
+    {
+      const int bs_kv = backend->kv_config().block_size;
+      const int per_seq = (64 + bs_kv - 1) / bs_kv;
+      if (max_b * per_seq <= backend->kv_config().n_blocks) {
+        std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_b));
+        for (int s = 0; s < max_b; ++s)
+          for (int i = 0; i < per_seq; ++i) tables[size_t(s)].push_back(s * per_seq + i);
+        std::vector<int32_t> toks(static_cast<size_t>(max_b), 42);
+        std::vector<std::vector<double>> step_s(bs.size());
+        for (int rep = 0; rep < 9; ++rep)
+          for (size_t bi = 0; bi < bs.size(); ++bi) {
+            StepBatch batch;
+            for (int s = 0; s < bs[bi]; ++s)
+              batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::Last});
+            const auto t0 = Clock::now();
+            backend->forward(batch);
+            step_s[bi].push_back(since(t0, Clock::now()));
+          }
+        std::printf("| sequences | backend step ms (median of 9) | tok/s | vs 1 sequence |\n|---|---|---|---|\n");
+        const double one = median(step_s[0]);
+        for (size_t bi = 0; bi < bs.size(); ++bi) {
+          const double ms = median(step_s[bi]);
+          std::printf("| %d | %.1f | %.1f | %.2fx |\n", bs[bi], 1e3 * ms, bs[bi] / ms, (bs[bi] / ms) / (1.0 / one));
+        }
+        std::printf("\n");
+      }
+    }
 
     std::printf("## %s, %s backend, %d threads\n\n", path.c_str(), backend->name(), threads);
     std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence |\n|---|---|---|---|\n", rounds);
