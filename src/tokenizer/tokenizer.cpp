@@ -9,6 +9,7 @@
 #include "tokenizer/impl.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/quote.h"
 
 namespace ember {
 
@@ -421,7 +422,7 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
                   std::to_string(n) + ")");
   };
   for (const AddedToken& a : spec.added) {
-    if (a.id < 0 || size_t(a.id) >= n) check_id(a.id < 0 ? -2 : a.id, "added token '" + a.content + "'");
+    if (a.id < 0 || size_t(a.id) >= n) check_id(a.id < 0 ? -2 : a.id, "added token '" + excerpt(a.content) + "'");
     if (a.content.empty()) throw Error("tokenizer: added token " + std::to_string(a.id) + " has empty content");
     spec.tokens[size_t(a.id)] = a.content;  // the added token's content is its spelling
   }
