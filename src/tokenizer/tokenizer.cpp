@@ -3,6 +3,8 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <span>
+#include <tuple>
 #include <cstdlib>
 #include <unordered_set>
 
@@ -77,13 +79,22 @@ struct Section {
 };
 
 // Splits `s` around added-token matches (leftmost, longest at each position).
-void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<Section>& out) {
+// Inside `zones` (byte ranges of `s`, sorted), only `plain` (non-special)
+// tokens may match: a special token's text there stays text.
+void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<Section>& out,
+                    const AddedTokenTrie* plain = nullptr, std::span<const std::pair<size_t, size_t>> zones = {}) {
   out.clear();
   if (trie.empty()) { out.push_back({s}); return; }
+  auto overlaps_zone = [&](size_t b, size_t e) {
+    for (const auto& [zb, ze] : zones)
+      if (b < ze && e > zb) return true;
+    return false;
+  };
   size_t start = 0, i = 0;
   while (i < s.size()) {
     if (trie.may_start(uint8_t(s[i]))) {
       auto [len, tok] = trie.longest_at(s, i);
+      if (len > 0 && plain && overlaps_zone(i, i + len)) std::tie(len, tok) = plain->longest_at(s, i);
       if (len > 0) {
         if (i > start) out.push_back({s.substr(start, i - start)});
         out.push_back({s.substr(i, len)});
@@ -237,16 +248,29 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
 }
 
 void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse_special,
-                             std::vector<int32_t>& out) const {
+                             std::vector<int32_t>& out, std::span<const std::pair<size_t, size_t>> plain_zones) const {
   std::string clean;
   std::string_view s = text;
-  if (!utf8::is_valid(text)) { clean = utf8::sanitize(text); s = clean; }
+  if (!utf8::is_valid(text)) {
+    clean = utf8::sanitize(text);
+    s = clean;
+    // The zones' offsets no longer hold: keep every special token as text (the safe side).
+    if (!plain_zones.empty()) { parse_special = false; plain_zones = {}; }
+  }
   if (add_special) out.insert(out.end(), spec.prefix.begin(), spec.prefix.end());
 
+  // Whether the piece `t` of `s` (a view into it) touches a plain zone.
+  auto in_zone = [&](std::string_view t) {
+    if (plain_zones.empty() || t.data() < s.data() || t.data() > s.data() + s.size()) return false;
+    const size_t b = size_t(t.data() - s.data()), e = b + t.size();
+    for (const auto& [zb, ze] : plain_zones)
+      if (b < ze && e > zb) return true;
+    return false;
+  };
   auto lookup = [&](std::string_view t) -> int32_t {
     auto it = added_by_text.find(t);
     if (it == added_by_text.end()) return -1;
-    if (!parse_special && spec.added[size_t(it->second)].special) return -1;
+    if ((!parse_special || in_zone(t)) && spec.added[size_t(it->second)].special) return -1;
     return it->second;
   };
   // lstrip/rstrip: an added token eats the whitespace next to it.
@@ -261,7 +285,7 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
   };
 
   std::vector<Section> sections, subs;
-  split_on_added(s, parse_special ? raw_all : raw_plain, sections);
+  split_on_added(s, parse_special ? raw_all : raw_plain, sections, &raw_plain, plain_zones);
   strip_around(sections);
   thread_local std::string arena;
   thread_local std::vector<std::pair<size_t, size_t>> words;
@@ -271,11 +295,17 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
     if (int32_t a = lookup(sec); a >= 0) { out.push_back(spec.added[size_t(a)].id); continue; }
     std::string norm = spec.normalizers.empty() ? std::string(sec) : normalize(sec);
     if (norm.empty()) continue;
-    split_on_added(norm, parse_special ? normalized_all : normalized_plain, subs);
+    // A section that touches a zone is matched with the plain tokens only (its
+    // offsets change in normalisation; template text's special tokens were
+    // already taken whole by the raw pass above).
+    split_on_added(norm, parse_special && !in_zone(sec) ? normalized_all : normalized_plain, subs);
     strip_around(subs);
     for (const Section& sub : subs) {
       if (sub.text.empty()) continue;
-      if (int32_t a = lookup(sub.text); a >= 0) { out.push_back(spec.added[size_t(a)].id); continue; }
+      if (int32_t a = lookup(sub.text); a >= 0 && (!in_zone(sec) || !spec.added[size_t(a)].special)) {
+        out.push_back(spec.added[size_t(a)].id);
+        continue;
+      }
       size_t first = out.size();
       if (spec.pre_tokenizers.empty()) {
         model.encode_word(sub.text, out);
@@ -509,6 +539,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   impl_->encode(text, add_special, parse_special, out);
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_with_plain_zones(std::string_view text,
+                                                       std::span<const std::pair<size_t, size_t>> plain_zones,
+                                                       bool add_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  impl_->encode(text, add_special, /*parse_special=*/true, out, plain_zones);
   return out;
 }
 
