@@ -19,7 +19,11 @@
 namespace ember {
 
 LoadedFiles load_gguf_files(const std::string& path) {
-  auto reader = std::make_shared<gguf::Reader>(gguf::Reader::open(path));
+  return load_gguf_reader(std::make_shared<gguf::Reader>(gguf::Reader::open(path)));
+}
+
+LoadedFiles load_gguf_reader(std::shared_ptr<const gguf::Reader> reader) {
+  const std::string& path = reader->path();
   LoadedFiles out;
   out.desc = desc_from_gguf(*reader);
   out.spec = &arch_by_name(out.desc.arch);

@@ -21,6 +21,8 @@ struct LoadedFiles {
 struct Weights;
 
 LoadedFiles load_gguf_files(const std::string& path);
+// Same for a parsed file (one in memory, for the fuzzer); `reader` is kept alive by the result.
+LoadedFiles load_gguf_reader(std::shared_ptr<const gguf::Reader> reader);
 // Also checks, as Model::load does, that the tensors have the shapes the
 // config describes, so `convert` never writes a file that cannot load.
 LoadedFiles load_hf_folder(const std::string& dir);
