@@ -233,7 +233,7 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& r) {
     // Split at the first space where both sides are tokens (a side may contain
     // spaces). Only split points where both sides are no longer than the
     // longest token can work, and real merges have one or two candidates: a
-    // few are tried, so a merge of a million spaces costs linear time, not
+    // few are tried, so a merge made of spaces costs linear time, not
     // quadratic.
     const size_t lo = m.size() > longest_token + 1 ? m.size() - longest_token - 1 : 0;
     size_t chosen = std::string::npos, first = std::string::npos;

@@ -11,6 +11,7 @@
 #include "tokenizer/impl.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/limits.h"
 #include "util/quote.h"
 
 namespace ember {
@@ -451,7 +452,17 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
       throw Error("tokenizer: " + what + " id " + std::to_string(id) + " is outside the vocabulary (size " +
                   std::to_string(n) + ")");
   };
+  for (size_t id = 0; id < n; ++id)
+    if (spec.tokens[id].size() > limits::kMaxTokenBytes)
+      throw Error("tokenizer: token " + std::to_string(id) + " is " + std::to_string(spec.tokens[id].size()) +
+                  " bytes long, more than the limit of " + std::to_string(limits::kMaxTokenBytes));
   for (const AddedToken& a : spec.added) {
+    // Added tokens are matched at every position of the input: their length
+    // bounds the work per input byte.
+    if (a.content.size() > limits::kMaxAddedTokenBytes)
+      throw Error("tokenizer: added token " + std::to_string(a.id) + " ('" + excerpt(a.content) + "') is " +
+                  std::to_string(a.content.size()) + " bytes long, more than the limit of " +
+                  std::to_string(limits::kMaxAddedTokenBytes));
     if (a.id < 0 || size_t(a.id) >= n) check_id(a.id < 0 ? -2 : a.id, "added token '" + excerpt(a.content) + "'");
     if (a.content.empty()) throw Error("tokenizer: added token " + std::to_string(a.id) + " has empty content");
     spec.tokens[size_t(a.id)] = a.content;  // the added token's content is its spelling

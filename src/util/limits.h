@@ -29,6 +29,10 @@ inline constexpr int kMaxJsonDepth = 128;                        // real files: 
 inline constexpr uint64_t kMaxJsonFileBytes = uint64_t(1) << 30;  // tokenizer.json of 262k tokens: ~33 MB
 inline constexpr uint64_t kMaxGgufMetadataValues = uint64_t(1) << 22;  // Gemma 3: ~790k (tokens, scores, types)
 inline constexpr uint64_t kMaxTokenBytes = 65536;  // one vocabulary entry; real: < 1 KB
+// One added (special or user-defined) token; real: < 40 bytes (runs of spaces in
+// code models: < 32). Added tokens are tried at every input position, so their
+// length bounds the matching work per byte of input.
+inline constexpr uint64_t kMaxAddedTokenBytes = 256;
 
 // --- run time ---
 inline constexpr int kThreadsPerCore = 4;  // --threads up to this many per hardware thread

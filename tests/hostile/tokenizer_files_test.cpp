@@ -52,11 +52,11 @@ TEST(HostileTokenizer, SixtyFourBitEosIdIsRefusedNotTruncated) {
   EXPECT_CLEAR_ERROR(Tokenizer::from_gguf(r), {"tokenizer.ggml.eos_token_id", "4294967552"});
 }
 
-TEST(HostileTokenizer, MergeOfAMillionSpacesIsLinear) {
+TEST(HostileTokenizer, LongMergeOfSpacesParsesInLinearTime) {
   const std::string dir = temp_dir("tok-merge");
   const auto r = gguf::Reader::open(gguf_tokenizer(dir, [](gguf::Writer& w, auto& tokens) {
-    tokens.push_back(std::string(200000, ' '));  // a long token makes every split point a candidate
-    w.set("tokenizer.ggml.merges", Value::str_array({"a b", std::string(400001, ' ')}));
+    tokens.push_back(std::string(60000, ' '));  // a long token makes every split point a candidate
+    w.set("tokenizer.ggml.merges", Value::str_array({"a b", std::string(120001, ' ')}));
   }));
   const double secs = seconds([&] { EXPECT_CLEAR_ERROR(Tokenizer::from_gguf(r), {"merges"}); });
   EXPECT_LT(secs, 5.0);
@@ -98,6 +98,16 @@ TEST(HostileTokenizer, TenMegabytesOfWhitespaceTokenize) {
   ASSERT_EQ(ids.size(), 5'000'000u);  // pairs of spaces
   EXPECT_LT(secs, 30.0);
   EXPECT_EQ(t.decode(ids), text);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(HostileTokenizer, OverlongAddedTokenIsRefused) {
+  const std::string tj = R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+    "added_tokens": [{"id": 1, "content": ")" + std::string(100000, 'a') + R"(b", "special": true}]})";
+  EXPECT_CLEAR_ERROR(Tokenizer::from_hf(tj, ""), {"added token 1", "100001 bytes", "256"});
 }
 
 }  // namespace
