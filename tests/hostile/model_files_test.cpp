@@ -13,6 +13,8 @@
 #include "hostile_util.h"
 #include "model/loaders.h"
 #include "model/model.h"
+#include "model/vocab_check.h"
+#include "tokenizer/tokenizer.h"
 #include "util/limits.h"
 
 using namespace ember;
@@ -223,6 +225,20 @@ TEST_F(HostileFolder, DeeplyNestedJsonIsRefusedWithoutExhaustingTheStack) {
 TEST_F(HostileFolder, ErrorsQuoteOnlyAnExcerptOfLongInput) {
   write_file(dir_ + "/config.json", "{\"architectures\": [\"" + std::string(1 << 20, 'A') + "\"");
   EXPECT_CLEAR_ERROR(Model::load(dir_), {"config.json"});
+}
+
+}  // namespace
+
+namespace {
+
+TEST(HostileVocabulary, TokenizerLargerThanTheEmbeddingIsRefusedSmallerIsMasked) {
+  const std::string tj = R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})";
+  const Tokenizer tok = Tokenizer::from_hf(tj, "");
+  ModelDesc d = tiny_desc();
+  d.vocab = 2;
+  EXPECT_CLEAR_ERROR(sampling_vocab(d, tok), {"3 tokens", "2 rows"});
+  d.vocab = 256;  // padding rows beyond the tokenizer: masked in sampling
+  EXPECT_EQ(sampling_vocab(d, tok), 3);
 }
 
 }  // namespace
