@@ -18,8 +18,11 @@ static Error method_error(const std::string& method, const std::string& what) {
 // --- strings ---------------------------------------------------------------------------------
 
 // Python's str.split: with no separator, runs of whitespace separate and the ends are trimmed.
-static Value split_string(const std::string& s, const Value* sep, int64_t maxsplit) {
+static Value split_string(const std::string& s, const Value* sep, int64_t maxsplit, size_t max_items = SIZE_MAX) {
   List parts;
+  auto too_many = [&](size_t n) {
+    if (n > max_items) throw method_error("split", "result exceeds " + std::to_string(max_items) + " items");
+  };
   if (!sep || sep->is_none()) {
     std::string t = text::trim_start(s);
     size_t i = 0;
@@ -31,6 +34,7 @@ static Value split_string(const std::string& s, const Value* sep, int64_t maxspl
         break;
       }
       parts.push_back(Value::string(t.substr(start, i - start)));
+      too_many(parts.size());
       while (size_t n = text::space_len(t, i)) i += n;
     }
     return Value::list(std::move(parts));
@@ -44,6 +48,7 @@ static Value split_string(const std::string& s, const Value* sep, int64_t maxspl
     size_t hit = s.find(d, pos);
     if (hit == std::string::npos) break;
     pieces.push_back(s.substr(pos, hit - pos));
+    too_many(pieces.size());
     pos = hit + d.size();
   }
   pieces.push_back(s.substr(pos));
@@ -58,21 +63,23 @@ static Value split_string(const std::string& s, const Value* sep, int64_t maxspl
 }
 
 // Python's str.rsplit (not in the reference renderer; provided because Jinja has it).
-static Value rsplit_string(const std::string& s, const Value* sep, int64_t maxsplit) {
+static Value rsplit_string(const std::string& s, const Value* sep, int64_t maxsplit, size_t max_items) {
   if (!sep || sep->is_none() || maxsplit < 0) {
-    Value all = split_string(s, sep, -1);
+    Value all = split_string(s, sep, -1, max_items);
     if (maxsplit < 0 || int64_t(all.as_list().size()) <= maxsplit + 1) return all;
   }
   if (!sep->is_string() || sep->as_string().empty()) throw method_error("rsplit", "separator must be a non-empty string");
   const std::string& d = sep->as_string();
   List parts;
   size_t end = s.size();
-  while (int64_t(parts.size()) < maxsplit) {
+  while (int64_t(parts.size()) < maxsplit) {  // collected right to left, reversed below (linear time)
     size_t hit = end >= d.size() ? s.rfind(d, end - d.size()) : std::string::npos;
     if (hit == std::string::npos) break;
-    parts.insert(parts.begin(), Value::string(s.substr(hit + d.size(), end - hit - d.size())));
+    parts.push_back(Value::string(s.substr(hit + d.size(), end - hit - d.size())));
+    if (parts.size() > max_items) throw method_error("rsplit", "result exceeds " + std::to_string(max_items) + " items");
     end = hit;
   }
+  std::reverse(parts.begin(), parts.end());
   parts.insert(parts.begin(), Value::string(s.substr(0, end)));
   return Value::list(std::move(parts));
 }
@@ -156,7 +163,7 @@ static int64_t int_arg(const Value* v, int64_t fallback, const char* method, con
   return v->as_int();
 }
 
-Value string_attribute(const Value& sv, const std::string& name, size_t max_bytes) {
+Value string_attribute(const Value& sv, const std::string& name, size_t max_bytes, size_t max_items) {
   const std::string s = sv.as_string();
   auto fn = [&](auto body) { return Value::function(name, [s, body](CallArgs& a, Env&) -> Value { return body(s, a); }); };
   if (name == "length") return Value::integer(int64_t(text::length(s)));
@@ -178,12 +185,12 @@ Value string_attribute(const Value& sv, const std::string& name, size_t max_byte
   }
   if (name == "split" || name == "rsplit") {
     bool right = name == "rsplit";
-    return fn([right](const std::string& x, CallArgs& a) {
+    return fn([right, max_items](const std::string& x, CallArgs& a) {
       const char* m = right ? "rsplit" : "split";
       const Value* sep = !a.positional.empty() ? &a.positional[0] : a.keyword_arg("sep");
       const Value* max = a.positional.size() > 1 ? &a.positional[1] : a.keyword_arg("maxsplit");
       int64_t maxsplit = int_arg(max, -1, m, "maxsplit");
-      return right ? rsplit_string(x, sep, maxsplit) : split_string(x, sep, maxsplit);
+      return right ? rsplit_string(x, sep, maxsplit, max_items) : split_string(x, sep, maxsplit, max_items);
     });
   }
   if (name == "replace") {

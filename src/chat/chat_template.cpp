@@ -4,6 +4,9 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/json_bounded.h"
+#include "util/limits.h"
+#include "util/text_file.h"
 
 namespace ember::chat {
 
@@ -67,15 +70,8 @@ TokenizerChatConfig read_tokenizer_chat_config(const nlohmann::ordered_json& con
 }
 
 static ojson read_json_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(std::string("cannot open ") + what + " file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return ojson::parse(ss.str());
-  } catch (const ojson::exception& e) {
-    throw Error(std::string(what) + " file " + path + " is not valid JSON: " + e.what());
-  }
+  // Regular files only (a FIFO would block), size- and depth-limited JSON.
+  return parse_ordered_json(read_text_file(path, limits::kMaxJsonFileBytes), std::string(what) + " file " + path);
 }
 
 TokenizerChatConfig load_tokenizer_chat_config(const std::string& path) {
@@ -115,11 +111,7 @@ ChatRequest load_chat_request(const ChatTemplateCommand& cmd) {
   if (!req.tools.is_null() && !req.tools.is_array()) throw Error("messages file " + cmd.messages_path + ": \"tools\" must be an array");
   req.add_generation_prompt = cmd.add_generation_prompt;
   if (!cmd.kwargs_json.empty()) {
-    try {
-      req.kwargs = ojson::parse(cmd.kwargs_json);
-    } catch (const ojson::exception& e) {
-      throw Error(std::string("--kwargs is not valid JSON: ") + e.what());
-    }
+    req.kwargs = parse_ordered_json(cmd.kwargs_json, "--kwargs");
     if (!req.kwargs.is_object()) throw Error("--kwargs must be a JSON object");
   }
   return req;

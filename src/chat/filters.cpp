@@ -190,7 +190,7 @@ Value Interpreter::apply_filter(const Value& operand, const Expr& filter, Env& e
       if (name == "lower") return Value::string(text::to_lower(s));
       if (name == "title" || name == "capitalize") {
         CallArgs none;
-        return call(string_attribute(operand, name, limits_.max_output_bytes), none, env, line);
+        return call(string_attribute(operand, name, limits_.max_output_bytes, limits_.max_list_items), none, env, line);
       }
       if (name == "trim") return Value::string(text::trim(s));
       if (name == "indent") {
@@ -207,6 +207,7 @@ Value Interpreter::apply_filter(const Value& operand, const Expr& filter, Env& e
         return Value::floating(v ? *v : 0.0);
       }
       if (name == "list") {
+        check_list_size(size_t(std::count_if(s.begin(), s.end(), [](char c) { return (uint8_t(c) & 0xC0) != 0x80; })), line);
         List chars;
         for (auto& c : text::characters(s)) chars.push_back(Value::string(std::move(c)));
         return Value::list(std::move(chars));
@@ -286,7 +287,7 @@ Value Interpreter::apply_filter(const Value& operand, const Expr& filter, Env& e
     const Value* sep = arg_at(args, 0, "separator");
     if (sep && !sep->is_string()) fail(line, "join separator must be a string");
     std::string out = join_raw(items, sep ? sep->as_string() : "", limits_.max_output_bytes);
-    check_size(out.size(), line);
+    count_built(out.size(), line);
     return Value::string(std::move(out));
   }
   if (name == "int" || name == "float") {
@@ -391,13 +392,13 @@ Value Interpreter::apply_filter(const Value& operand, const Expr& filter, Env& e
       const Value* first = arg_at(args, 1, "first");
       const Value* blank = arg_at(args, 2, "blank");
       std::string out = indent_text(operand.as_string(), w, first && first->truthy(), blank && blank->truthy());
-      check_size(out.size(), line);
+      count_built(out.size(), line);
       return Value::string(std::move(out));
     }
     if (name == "replace") {
-      Value method = string_attribute(operand, "replace", limits_.max_output_bytes);
+      Value method = string_attribute(operand, "replace", limits_.max_output_bytes, limits_.max_list_items);
       Value result = call(method, args, env, line);
-      check_size(result.as_string().size(), line);
+      count_built(result.as_string().size(), line);
       return result;
     }
     return unsupported();

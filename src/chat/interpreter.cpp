@@ -65,6 +65,20 @@ void Interpreter::check_size(size_t bytes, int line) {
     fail(line, "template output or string exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
 }
 
+void Interpreter::count_built(size_t bytes, int line) {
+  check_size(bytes, line);
+  built_bytes_ += bytes;
+  if (built_bytes_ > limits_.max_built_bytes)
+    fail(line, "template builds more than " + std::to_string(limits_.max_built_bytes) +
+                   " bytes of strings in all (a runaway loop?)");
+}
+
+Value Interpreter::counted(Value v, int line) {
+  if (v.is_string()) count_built(v.as_string().size(), line);
+  else if (v.is_list_like()) check_list_size(v.as_list().size(), line);
+  return v;
+}
+
 void Interpreter::check_list_size(size_t items, int line) {
   if (items > limits_.max_list_items) fail(line, "list exceeds " + std::to_string(limits_.max_list_items) + " items");
 }
@@ -221,6 +235,11 @@ void Interpreter::exec_set(const Stmt& s, Env& env, std::string& out) {
   } else if (target.kind == EK::Member) {
     Value object = eval(*target.children[0], env);
     if (object.kind() != K::Namespace) fail(s.line, "set can only assign attributes of a namespace()");
+    // A namespace counts as half the depth limit wherever it is held (see
+    // Value::kMaxDepth), so what it holds may only nest half as deep: then no
+    // chain through namespaces can nest deeper than the recorded depths say.
+    if (rhs.depth() >= Value::kMaxDepth / 2)
+      fail(s.line, "a namespace attribute may not nest deeper than " + std::to_string(Value::kMaxDepth / 2) + " levels");
     if (target.flag || target.children[1]->kind != EK::Identifier) fail(s.line, "set needs ns.name to assign an attribute");
     object.as_dict().set(target.children[1]->name, std::move(rhs));
   } else {
@@ -396,9 +415,9 @@ Value Interpreter::eval(const Expr& e, Env& env) {
     case EK::Call: {
       CallArgs args = eval_args(e.children, 1, env);
       Value fn = eval(*e.children[0], env);
-      return call(fn, args, env, e.line);
+      return counted(call(fn, args, env, e.line), e.line);
     }
-    case EK::Filter: return apply_filter(eval(*e.children[0], env), *e.children[1], env);
+    case EK::Filter: return counted(apply_filter(eval(*e.children[0], env), *e.children[1], env), e.line);
     case EK::Test: {
       bool r = run_test(e.name, eval(*e.children[0], env), nullptr, e.line);
       return Value::boolean(e.flag ? !r : r);
@@ -453,7 +472,8 @@ Value Interpreter::eval_member(const Expr& e, Env& env) {
       return items[size_t(i)];
     }
     if (prop.is_string()) {
-      if (object.is_string()) return string_attribute(object, prop.as_string(), limits_.max_output_bytes);
+      if (object.is_string())
+        return string_attribute(object, prop.as_string(), limits_.max_output_bytes, limits_.max_list_items);
       if (prop.as_string() == "length") return Value::integer(int64_t(object.as_list().size()));
       return Value();
     }
@@ -541,7 +561,7 @@ Value Interpreter::eval_binary(const Expr& e, Env& env) {
   if (op == "~") {
     std::string s = to_concat_string(left, limits_.max_output_bytes);
     s += to_concat_string(right, limits_.max_output_bytes);
-    check_size(s.size(), e.line);
+    count_built(s.size(), e.line);
     return Value::string(std::move(s));
   }
   if (op == "**" && numeric_like(left) && numeric_like(right)) {
@@ -606,7 +626,7 @@ Value Interpreter::eval_binary(const Expr& e, Env& env) {
   if ((left.is_string() || right.is_string()) && op == "+") {
     std::string s = to_concat_string(left, limits_.max_output_bytes);
     s += to_concat_string(right, limits_.max_output_bytes);
-    check_size(s.size(), e.line);
+    count_built(s.size(), e.line);
     return Value::string(std::move(s));
   }
   if (left.is_string() && right.is_string() && in_op)

@@ -43,6 +43,10 @@ class Interpreter {
   void count_iteration(int line);
   void check_size(size_t bytes, int line);
   void check_list_size(size_t items, int line);
+  // A string the template built (concatenation, filter, method): bounded alone
+  // and, summed over the whole render, by max_built_bytes.
+  void count_built(size_t bytes, int line);
+  Value counted(Value v, int line);  // count_built / check_list_size for a call's or filter's result
   const RenderLimits& limits() const { return limits_; }
   Value make_namespace(Dict d);
 
@@ -51,6 +55,7 @@ class Interpreter {
  private:
   RenderLimits limits_;
   int64_t iterations_ = 0;
+  size_t built_bytes_ = 0;
   int call_depth_ = 0;
   std::vector<std::weak_ptr<Dict>> namespaces_;  // cleared at the end to break reference cycles
 
@@ -71,8 +76,8 @@ class Interpreter {
 };
 
 // Methods reachable as attributes (`s.upper()`, `d.items()`, `l.length`); undefined when none.
-// max_bytes bounds the strings a method may build (replace).
-Value string_attribute(const Value& s, const std::string& name, size_t max_bytes);
+// max_bytes bounds the strings a method may build (replace), max_items the lists (split).
+Value string_attribute(const Value& s, const std::string& name, size_t max_bytes, size_t max_items);
 Value dict_attribute(const Value& d, const std::string& name);
 // The global functions every template sees (range, namespace, raise_exception, strftime_now).
 void install_globals(Env& env, Interpreter& interp);

@@ -22,6 +22,7 @@ struct RenderLimits {
   size_t max_list_items = 1'000'000;           // largest list (range(), list concatenation)
   int64_t max_iterations = 10'000'000;         // loop iterations plus macro calls
   int max_call_depth = 100;                    // nested macro calls
+  size_t max_built_bytes = size_t(256) << 20;  // all strings built by concatenation, filters and methods
 };
 
 class Template {

@@ -44,6 +44,18 @@ const void* Value::identity() const {
   }
 }
 
+int Value::container_depth(const Value& v) {
+  int deepest = 0;
+  if (v.is_list_like()) {
+    for (const Value& e : v.as_list()) deepest = std::max(deepest, int(e.depth_));
+  } else {
+    for (const auto& [k, e] : v.as_dict().entries) deepest = std::max(deepest, int(e.depth_));
+  }
+  if (deepest + 1 > kMaxDepth)
+    throw Error("template error: lists and dicts nest deeper than " + std::to_string(kMaxDepth) + " levels");
+  return deepest + 1;
+}
+
 bool Value::truthy() const {
   switch (kind_) {
     case Kind::Undefined:

@@ -5,6 +5,7 @@
 // Face uses in the browser), so a few rules follow JavaScript rather than Python: `==` is loose
 // equality, `true` prints as "true", string concatenation of a float prints "3" not "3.0".
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,15 +52,20 @@ class Value {
   static Value integer(int64_t i) { return Value(Kind::Int, i); }
   static Value floating(double f) { return Value(Kind::Float, f); }
   static Value string(std::string s) { return Value(Kind::String, std::make_shared<const std::string>(std::move(s))); }
-  static Value list(List items) { return Value(Kind::List, std::make_shared<List>(std::move(items))); }
-  static Value tuple(List items) { return Value(Kind::Tuple, std::make_shared<List>(std::move(items))); }
-  static Value dict(Dict d) { return Value(Kind::Dict, std::make_shared<Dict>(std::move(d))); }
-  static Value name_space(Dict d) { return Value(Kind::Namespace, std::make_shared<Dict>(std::move(d))); }
+  // Containers record how deep they nest; building one deeper than kMaxDepth
+  // throws ember::Error (a list nested 100,000 deep, built by a loop, would
+  // overflow the stack when destroyed or printed).
+  static constexpr int kMaxDepth = 256;
+  static Value list(List items) { return nested(Kind::List, std::make_shared<List>(std::move(items))); }
+  static Value tuple(List items) { return nested(Kind::Tuple, std::make_shared<List>(std::move(items))); }
+  static Value dict(Dict d) { return nested(Kind::Dict, std::make_shared<Dict>(std::move(d))); }
+  static Value name_space(Dict d) { return nested(Kind::Namespace, std::make_shared<Dict>(std::move(d))); }
   static Value function(std::string name, std::function<Value(CallArgs&, Env&)> fn) {
     return Value(Kind::Function, std::make_shared<Callable>(Callable{std::move(name), std::move(fn)}));
   }
 
   Kind kind() const { return kind_; }
+  int depth() const { return depth_; }  // 0 for scalars; 1 + the deepest element for containers
   bool is_undefined() const { return kind_ == Kind::Undefined; }
   bool is_none() const { return kind_ == Kind::None; }
   bool is_string() const { return kind_ == Kind::String; }
@@ -90,7 +96,18 @@ class Value {
                             std::shared_ptr<Dict>, std::shared_ptr<Callable>>;
   template <class T>
   Value(Kind k, T&& d) : kind_(k), data_(std::forward<T>(d)) {}
+  template <class T>
+  static Value nested(Kind k, T&& d) {
+    Value v(k, std::forward<T>(d));
+    v.depth_ = uint16_t(container_depth(v));
+    // Namespaces are mutable: whatever they come to hold (at most kMaxDepth / 2
+    // deep, checked on assignment) is covered by recording them at that depth.
+    if (k == Kind::Namespace) v.depth_ = uint16_t(std::max<int>(v.depth_, kMaxDepth / 2));
+    return v;
+  }
+  static int container_depth(const Value& v);  // throws past kMaxDepth
   Kind kind_ = Kind::Undefined;
+  uint16_t depth_ = 0;  // fits in the padding after kind_
   Data data_;
 };
 

@@ -16,6 +16,8 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/flag_checks.h"
+#include "engine/sampling_validation.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -59,6 +61,7 @@ GenerationRequest parse_line(const json& j, const BatchOptions& o, const LoadedE
     dst = j[key].get<std::remove_reference_t<decltype(dst)>>();
   };
   number("max_tokens", r.max_tokens);
+  check_integer("max_tokens", r.max_tokens, 1, INT32_MAX);
   number("temperature", r.sampling.temperature);
   number("top_k", r.sampling.top_k);
   number("top_p", r.sampling.top_p);
@@ -80,6 +83,7 @@ GenerationRequest parse_line(const json& j, const BatchOptions& o, const LoadedE
       throw Error("\"stop\" must be a string or an array of strings");
     }
   }
+  validate_sampling(r.sampling);
   return r;
 }
 
@@ -154,7 +158,8 @@ void add_batch(CLI::App& app) {
   cmd->add_option("--in", o.in, "Input JSONL: {\"id\", \"prompt\" | \"ids\", max_tokens?, temperature?, top_k?, top_p?, min_p?, seed?, stop?}")->required();
   cmd->add_option("--out", o.out, "Output JSONL ('-': standard output)")->required();
   cmd->add_option("--parallel", o.engine.parallel, "Requests running at once (1: one at a time, in file order)");
-  cmd->add_option("-n,--max-tokens", o.max_tokens, "Default max_tokens for lines without one");
+  cmd->add_option("-n,--max-tokens", o.max_tokens, "Default max_tokens for lines without one")
+      ->check(integer_in("max tokens", 1, INT32_MAX));
   add_sampling_flags(cmd, o.sp);
   cmd->callback([] { batch(o); });
 }

@@ -5,9 +5,10 @@
 #include <iostream>
 #include <iterator>
 
-#include "chat/chat_template.h"
+#include "chat/chat_tokens.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/flag_checks.h"
 #include "tokenizer/cli_commands.h"
 #include "util/error.h"
 
@@ -39,8 +40,8 @@ std::vector<int32_t> prompt_ids(const RunOptions& o, const LoadedEngine& e) {
   req.add_generation_prompt = true;
   req.kwargs = nlohmann::ordered_json::object();
   if (o.no_think) req.kwargs["enable_thinking"] = false;
-  const std::string rendered = chat::render_chat_template(tok.chat_template(), req, tok.bos_token(), tok.eos_token());
-  return tok.encode(rendered, /*add_special=*/false, /*parse_special=*/true);
+  // Control tokens come only from the template: a message that spells one out stays text.
+  return chat::encode_chat(tok, tok.chat_template(), req).ids;
 }
 
 void run(RunOptions o) {
@@ -94,7 +95,7 @@ void add_run(CLI::App& app) {
   cmd->add_flag("--chat", o.chat, "Wrap the prompt in the model's chat template as a user message");
   cmd->add_option("--system", o.system, "System message (with --chat)");
   cmd->add_flag("--no-think", o.no_think, "Pass enable_thinking=false to the chat template");
-  cmd->add_option("-n,--max-tokens", o.n, "Tokens to generate");
+  cmd->add_option("-n,--max-tokens", o.n, "Tokens to generate")->check(integer_in("max tokens", 1, INT32_MAX));
   add_sampling_flags(cmd, o.sp);
   cmd->add_option("--stop", o.stops, "Stop string (repeatable)");
   cmd->callback([] {

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "backend/backend_factory.h"
+#include "cli/flag_checks.h"
+#include "engine/sampling_validation.h"
 #include "gguf/gguf.h"
 #include "util/error.h"
 
@@ -14,24 +16,28 @@ namespace ember::cli {
 void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--model,-m", f.model, "GGUF file or Hugging Face folder")->required();
   cmd->add_option("--backend", f.backend, "cpu, cuda, or auto (CUDA where built and a device is present)");
-  cmd->add_option("--ctx", f.ctx, "Context length per sequence (default: min(model's, 4096))");
-  cmd->add_option("--threads", f.threads, "CPU threads (0: all)");
+  f.ctx_option = cmd->add_option("--ctx", f.ctx, "Context length per sequence (default: min(model's, 4096))");
+  cmd->add_option("--threads", f.threads, "CPU threads (0: all)")->check(integer_in("threads", 0, max_threads()));
   cmd->add_option("--kv-mem", f.kv_mem, "Bytes for the KV cache, e.g. 2G (default: see the command's help)");
   cmd->add_option("--kv-type", f.kv_type, "KV cache element type: f16, bf16 or f32");
-  cmd->add_option("--step-tokens", f.step_tokens, "Tokens per engine step, all sequences together (prompt chunks share it)");
+  cmd->add_option("--step-tokens", f.step_tokens, "Tokens per engine step, all sequences together (prompt chunks share it)")
+      ->check(integer_in("step tokens", 1, 65536));
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "Keep no finished prefixes for reuse");
   cmd->add_option("--cache-host-mem", f.cache_host_mem, "Host memory for prefixes evicted from the KV cache, e.g. 8G (default: none)");
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
-  cmd->add_option("--temp,--temperature", sp.temperature, "Sampling temperature (0: greedy)");
-  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)");
-  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)");
-  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)");
-  cmd->add_option("--repeat-penalty", sp.repetition_penalty, "Repetition penalty (1: off)");
-  cmd->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty");
-  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty");
-  cmd->add_option("--penalty-last-n", sp.penalty_last_n, "Tokens the penalties look back over (-1: all)");
+  cmd->add_option("--temp,--temperature", sp.temperature, "Sampling temperature (0: greedy)")
+      ->check(real_in("temperature", 0, INFINITY));
+  cmd->add_option("--top-k", sp.top_k, "Top-k (0: off)")->check(integer_in("top-k", 0, INT32_MAX));
+  cmd->add_option("--top-p", sp.top_p, "Top-p (1: off)")->check(real_in("top-p", 0, 1, /*lo_open=*/true));
+  cmd->add_option("--min-p", sp.min_p, "Min-p (0: off)")->check(real_in("min-p", 0, 1));
+  cmd->add_option("--repeat-penalty", sp.repetition_penalty, "Repetition penalty (1: off)")
+      ->check(real_in("repetition penalty", 0, 100, /*lo_open=*/true));
+  cmd->add_option("--presence-penalty", sp.presence_penalty, "Presence penalty")->check(real_in("presence penalty", -100, 100));
+  cmd->add_option("--frequency-penalty", sp.frequency_penalty, "Frequency penalty")->check(real_in("frequency penalty", -100, 100));
+  cmd->add_option("--penalty-last-n", sp.penalty_last_n, "Tokens the penalties look back over (-1: all)")
+      ->check(integer_in("penalty window (last n)", -1, INT32_MAX));
   cmd->add_option("--seed", sp.seed, "Random seed");
 }
 
@@ -68,8 +74,7 @@ std::optional<Tokenizer> tokenizer_of(const Model& m) {
 }
 
 LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
-  if (f.ctx < 0) throw Error("--ctx must be positive (0 picks the default)");
-  if (f.parallel < 1 || f.parallel > 1024) throw Error("--parallel must be in 1..1024");
+  check_integer("--parallel", f.parallel, 1, 1024);
   if (f.step_tokens < f.parallel || f.step_tokens > 65536)
     throw Error("--step-tokens must be at least --parallel (" + std::to_string(f.parallel) + ") and at most 65536");
   LoadedEngine e;
@@ -79,11 +84,12 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
 
   BackendOptions bo;
   bo.kind = f.backend;
-  bo.limits.max_context = f.ctx > 0 ? f.ctx : std::min(d.max_context, 4096);
+  bo.limits.max_context = resolve_context(f.ctx_option && f.ctx_option->count() ? std::optional<int64_t>(f.ctx) : std::nullopt,
+                                          d.max_context);
   bo.limits.max_tokens = f.step_tokens;
   bo.limits.max_logit_rows = f.parallel;
   bo.kv_type = parse_kv_type(f.kv_type);
-  bo.n_threads = f.threads;
+  bo.n_threads = validate_threads(f.threads);
   const uint64_t per_context = kv_block_bytes(d, bo.block_size, bo.kv_type) *
                                uint64_t((bo.limits.max_context + bo.block_size - 1) / bo.block_size);
   if (!f.kv_mem.empty()) bo.kv_mem = parse_bytes(f.kv_mem);

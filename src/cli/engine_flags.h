@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
-namespace CLI { class App; }
+namespace CLI { class App; class Option; }
 
 namespace ember::cli {
 
@@ -21,7 +21,8 @@ struct EngineFlags {
   std::string kv_type = "f16";
   std::string kv_mem;          // bytes, with an optional K/M/G suffix; empty: the command's default
   std::string cache_host_mem;  // bytes of host memory for evicted prefixes; empty: none
-  int ctx = 0;                 // 0: min(the model's, 4096)
+  int64_t ctx = 0;             // when --ctx is given: 1 .. the model's; else min(the model's, 4096)
+  CLI::Option* ctx_option = nullptr;
   int threads = 0;
   int parallel = 1;
   int step_tokens = 256;

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <string>
 
+#include "engine/sampling_validation.h"
 #include "model/model.h"
+#include "model/vocab_check.h"
 #include "util/error.h"
 
 namespace ember {
@@ -34,7 +36,8 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       tok_(tok),
       opt_(opt),
       kv_(backend.kv_config().n_blocks, backend.kv_config().block_size, opt.prefix_cache),
-      sched_(kv_, scheduler_limits(backend, opt)) {
+      sched_(kv_, scheduler_limits(backend, opt)),
+      sampling_vocab_(tok ? sampling_vocab(backend.model().desc(), *tok) : backend.model().desc().vocab) {
   kv_.enable_host_tier(backend, opt.cache_host_mem);
   plan_.reserve(size_t(opt.max_running) + 1);
   batch_.seqs.reserve(size_t(opt.max_running) + 1);
@@ -62,7 +65,7 @@ void EngineCore::validate(const GenerationRequest& req) const {
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
   if (req.max_tokens <= 0) throw Error("max_tokens must be at least 1");
   if (!req.stop.empty() && !tok_) throw Error("stop strings need a model with a tokenizer");
-  Sampler check(req.sampling, 1);  // throws on out-of-range sampling parameters
+  validate_sampling(req.sampling);
 }
 
 void EngineCore::cancel_all(const std::string& why) {
@@ -81,7 +84,7 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
   const ModelDesc& d = backend_.model().desc();
   const int64_t ctx = backend_.limits().max_context;
 
-  auto s = std::make_unique<Sequence>(next_id_++, std::move(req), d.vocab);
+  auto s = std::make_unique<Sequence>(next_id_++, std::move(req), d.vocab, sampling_vocab_);
   s->out = std::move(out);
   s->n_prompt = int64_t(s->req.prompt.size());
   // Everything the sequence will hold, sized now: decode steps allocate nothing.
@@ -163,12 +166,6 @@ bool EngineCore::step() {
 
 void EngineCore::deliver(Sequence& s, const float* logits) {
   const int64_t vocab = backend_.model().desc().vocab;
-  for (int64_t i = 0; i < vocab; ++i)
-    if (std::isnan(logits[i])) {
-      finish(s, FinishReason::Error, false, "the model produced NaN logits");
-      retire(s);
-      return;
-    }
   int32_t id;
   std::string piece;
   bool stopped = false;
@@ -188,7 +185,7 @@ void EngineCore::deliver(Sequence& s, const float* logits) {
     } else {
       return;
     }
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // NaN or infinite logits (BadLogits), an id the tokenizer lacks: this sequence only
     finish(s, FinishReason::Error, false, e.what());
     retire(s);
     return;

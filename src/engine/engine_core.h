@@ -71,6 +71,7 @@ class EngineCore {
   std::vector<std::unique_ptr<Sequence>> live_;
   std::vector<PlannedSeq> plan_;
   StepBatch batch_;
+  int sampling_vocab_;  // ids the sampler may pick: the tokenizer's (padding rows of the embedding are masked)
   uint64_t next_id_ = 0;
   int64_t steps_ = 0;
 };

@@ -2,23 +2,38 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
+#include "engine/sampling_validation.h"
 #include "util/error.h"
 
 namespace ember {
 
-Sampler::Sampler(const SamplingParams& p, int vocab)
-    : p_(p), vocab_(vocab), rng_(p.seed), work_(size_t(vocab)), counts_(size_t(vocab), 0) {
+Sampler::Sampler(const SamplingParams& p, int vocab) : Sampler(p, vocab, vocab) {}
+
+Sampler::Sampler(const SamplingParams& p, int vocab, int valid_vocab)
+    : p_(p), vocab_(vocab), valid_vocab_(valid_vocab), rng_(p.seed) {
   if (vocab <= 0) throw Error("sampler needs a positive vocabulary size");
-  if (p.top_p <= 0 || p.top_p > 1) throw Error("top_p must be in (0, 1]");
-  if (p.min_p < 0 || p.min_p > 1) throw Error("min_p must be in [0, 1]");
-  if (p.top_k < 0) throw Error("top_k must be >= 0");
-  if (p.repetition_penalty <= 0) throw Error("repetition_penalty must be > 0");
+  check_integer("sampler valid vocabulary", valid_vocab, 1, vocab);
+  validate_sampling(p);
+  work_.resize(size_t(vocab));
+  counts_.assign(size_t(vocab), 0);
   cand_.reserve(size_t(vocab));
 }
 
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
-  std::copy(logits, logits + vocab_, work_.begin());
+  // Only the ids the tokenizer has are candidates; the rest stay at -inf.
+  std::copy(logits, logits + valid_vocab_, work_.begin());
+  std::fill(work_.begin() + valid_vocab_, work_.end(), -INFINITY);
+  bool any_finite = false;
+  for (int i = 0; i < valid_vocab_; ++i) {
+    const float l = work_[size_t(i)];
+    if (std::isnan(l) || l == INFINITY)
+      throw BadLogits("the model produced a " + std::string(std::isnan(l) ? "NaN" : "+inf") + " logit (token " +
+                      std::to_string(i) + "): the sequence cannot continue");
+    any_finite |= l != -INFINITY;
+  }
+  if (!any_finite) throw BadLogits("every logit is -inf: no token can be sampled");
 
   // Penalties over the recent window.
   const bool penalise = p_.repetition_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
@@ -37,12 +52,15 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
   }
 
   if (p_.temperature <= 0.0f) {
-    return int32_t(std::max_element(work_.begin(), work_.end()) - work_.begin());
+    return int32_t(std::max_element(work_.begin(), work_.begin() + valid_vocab_) - work_.begin());
   }
 
   // Candidates, cut to the top k (by logit) when asked.
+  // -inf (masked) tokens have probability 0: they are not candidates at all.
   cand_.clear();
-  for (int i = 0; i < vocab_; ++i) cand_.emplace_back(work_[size_t(i)], i);
+  for (int i = 0; i < valid_vocab_; ++i)
+    if (work_[size_t(i)] != -INFINITY) cand_.emplace_back(work_[size_t(i)], i);
+  if (cand_.empty()) throw BadLogits("every logit is -inf after penalties: no token can be sampled");
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   if (p_.top_k > 0 && size_t(p_.top_k) < cand_.size()) {
     std::nth_element(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
@@ -57,6 +75,9 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
     sum += c.first;
   }
   for (auto& c : cand_) c.first = float(c.first / sum);
+  // A finite logit far below the maximum underflows to probability 0: drop it
+  // too, so that no draw (u may be exactly 0) can land on it.
+  std::erase_if(cand_, [](const auto& c) { return !(c.first > 0); });
   // min-p: relative to the most likely token (whose probability is exp(0)/sum).
   if (p_.min_p > 0) {
     const float floor = p_.min_p * float(1.0 / sum);
@@ -78,10 +99,10 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
   std::uniform_real_distribution<double> u(0.0, total);
   double x = u(rng_);
   for (const auto& c : cand_) {
+    if (x < c.first) return c.second;
     x -= c.first;
-    if (x <= 0) return c.second;
   }
-  return cand_.back().second;
+  return cand_.back().second;  // rounding left x >= the last probability
 }
 
 }  // namespace ember

@@ -3,6 +3,14 @@
 //
 // All buffers are sized for the vocabulary at construction; sample()
 // allocates nothing.
+//
+// Robustness: the parameters are validated at construction
+// (engine/sampling_validation.h); ids at or above `valid_vocab` (embedding
+// padding rows the tokenizer has no token for) are never chosen; logits that
+// are NaN or +inf, or that leave no token with a finite logit, raise
+// BadLogits instead of undefined behaviour, so the engine can end that one
+// sequence and let the others continue. Most logits at -inf (grammar masks)
+// is a normal case: a token of probability 0 is never picked.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -10,10 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.h"
+
 namespace ember {
 
 struct SamplingParams {
-  float temperature = 0.0f;         // <= 0: greedy (argmax)
+  float temperature = 0.0f;         // 0: greedy (argmax)
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float min_p = 0.0f;               // 0: off; drop tokens with p < min_p * p_max
@@ -24,16 +34,29 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// The logits of one sequence cannot be sampled (NaN, +inf, or every token masked).
+class BadLogits : public Error {
+ public:
+  using Error::Error;
+};
+
 class Sampler {
  public:
+  // Throws ember::Error for parameters outside their ranges (message names the range).
   Sampler(const SamplingParams& p, int vocab);
+  // valid_vocab: ids >= valid_vocab are masked (the tokenizer has fewer tokens
+  // than the embedding has rows, as in Qwen checkpoints). 1 <= valid_vocab <= vocab.
+  Sampler(const SamplingParams& p, int vocab, int valid_vocab);
   // `recent`: the tokens so far (prompt and generated); only the last penalty_last_n count.
+  // Throws BadLogits (see above).
   int32_t sample(const float* logits, std::span<const int32_t> recent);
   const SamplingParams& params() const { return p_; }
+  int valid_vocab() const { return valid_vocab_; }
 
  private:
   SamplingParams p_;
   int vocab_;
+  int valid_vocab_;
   std::mt19937_64 rng_;
   std::vector<float> work_;                      // penalised logits
   std::vector<int32_t> counts_;                  // occurrences of each token in the window

@@ -22,7 +22,8 @@ struct Sequence {
     Done,       // answer complete, blocks released (preempted while finishing): to be retired
   };
 
-  Sequence(uint64_t id, GenerationRequest r, int vocab) : id(id), req(std::move(r)), sampler(req.sampling, vocab) {}
+  Sequence(uint64_t id, GenerationRequest r, int vocab, int valid_vocab)
+      : id(id), req(std::move(r)), sampler(req.sampling, vocab, valid_vocab) {}
 
   const uint64_t id;             // arrival order: first come, first served
   GenerationRequest req;

@@ -13,7 +13,9 @@
 
 #include "gguf/cursor.h"
 #include "gguf/gguf.h"
+#include "util/checked.h"
 #include "util/error.h"
+#include "util/limits.h"
 #include "util/quote.h"
 
 namespace ember::gguf {
@@ -53,8 +55,12 @@ uint64_t min_value_bytes(ValueType t) {
 struct ValuePath {
   const std::string& key;
   std::vector<uint64_t> index;
+  // Values still allowed in the whole metadata section. Each parsed value costs
+  // ~100 bytes of memory however few bytes it takes in the file (a u8 is one),
+  // so a file of tens of MB could otherwise expand into gigabytes.
+  uint64_t* budget;
   std::string str() const {
-    std::string out = "metadata " + single_quoted(key);
+    std::string out = "metadata " + single_quoted(excerpt(key));
     if (!index.empty()) {
       out += " element";
       for (uint64_t i : index) out += " #" + std::to_string(i);
@@ -86,6 +92,11 @@ Value read_array(Cursor& c, ValuePath& path, int depth) {
            std::to_string(n) + " elements of " + value_type_name(v.elem_type) + " (at least " +
                std::to_string(min_bytes) + " bytes each) exceed the remaining " + std::to_string(c.remaining()) +
                " bytes");
+  if (n > *path.budget)
+    c.fail(path.str() + " array length", at,
+           std::to_string(n) + " elements exceed what is left of the limit of " +
+               std::to_string(limits::kMaxGgufMetadataValues) + " metadata values per file");
+  *path.budget -= n;
   v.array.reserve(size_t(n));
   path.index.push_back(0);
   for (uint64_t k = 0; k < n; ++k) {
@@ -121,12 +132,6 @@ Value read_value(Cursor& c, ValueType t, ValuePath& path, int depth) {
   c.fail(path.str(), c.pos(), "unknown value type");
 }
 
-// a * b, or nullopt when it does not fit in int64.
-std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
-  return r;
-}
 
 }  // namespace
 
@@ -182,12 +187,13 @@ void Reader::parse(const uint8_t* data, size_t size) {
   // --- metadata ---
   kv_.reserve(size_t(n_kv));
   size_t alignment_value_at = 0;
+  uint64_t value_budget = limits::kMaxGgufMetadataValues;
   for (uint64_t k = 0; k < n_kv; ++k) {
     const size_t key_at = c.pos();
     const std::string key_field = "metadata key #" + std::to_string(k);
     std::string key = c.read_string([&] { return key_field + " string"; });
-    if (kv_index_.count(key)) c.fail(key_field, key_at, "duplicate key " + single_quoted(key));
-    ValuePath path{key, {}};
+    if (kv_index_.count(key)) c.fail(key_field, key_at, "duplicate key " + single_quoted(excerpt(key)));
+    ValuePath path{key, {}, &value_budget};
     const ValueType t = read_value_type(c, [&] { return path.str() + " value type"; });
     if (key == "general.alignment") alignment_value_at = c.pos();
     Value v = read_value(c, t, path, 0);
@@ -218,8 +224,8 @@ void Reader::parse(const uint8_t* data, size_t size) {
     const size_t name_at = c.pos();
     ti.name = c.read_string([&] { return "tensor #" + std::to_string(t) + " name"; });
     if (tensor_index_.count(ti.name))
-      c.fail("tensor #" + std::to_string(t) + " name", name_at, "duplicate tensor name " + single_quoted(ti.name));
-    const std::string tname = "tensor " + single_quoted(ti.name);
+      c.fail("tensor #" + std::to_string(t) + " name", name_at, "duplicate tensor name " + single_quoted(excerpt(ti.name)));
+    const std::string tname = "tensor " + single_quoted(excerpt(ti.name));
 
     const size_t dims_at = c.pos();
     const uint32_t n_dims = c.read<uint32_t>([&] { return tname + " dimension count"; });
@@ -275,7 +281,7 @@ void Reader::parse(const uint8_t* data, size_t size) {
   data_offset_ = (uint64_t(c.pos()) + alignment_ - 1) / alignment_ * alignment_;
   for (size_t t = 0; t < tensors_.size(); ++t) {
     TensorInfo& ti = tensors_[t];
-    const std::string field = "tensor " + single_quoted(ti.name) + " data";
+    const std::string field = "tensor " + single_quoted(excerpt(ti.name)) + " data";
     if (ti.offset > size || data_offset_ > size - ti.offset)
       c.fail(field, offset_at[t],
              "offset " + std::to_string(ti.offset) + " starts past end of file (data section at byte " +
@@ -296,8 +302,8 @@ void Reader::parse(const uint8_t* data, size_t size) {
     const TensorInfo& ti = tensors_[k];
     if (ti.nbytes == 0) continue;
     if (prev && prev->offset + prev->nbytes > ti.offset)
-      c.fail("tensor " + single_quoted(ti.name) + " data", data_offset_ + ti.offset,
-             "overlaps tensor " + single_quoted(prev->name) + " (data bytes " + std::to_string(data_offset_ + prev->offset) +
+      c.fail("tensor " + single_quoted(excerpt(ti.name)) + " data", data_offset_ + ti.offset,
+             "overlaps tensor " + single_quoted(excerpt(prev->name)) + " (data bytes " + std::to_string(data_offset_ + prev->offset) +
                  " to " + std::to_string(data_offset_ + prev->offset + prev->nbytes) + ")");
     prev = &ti;
   }

@@ -1,10 +1,14 @@
 #include "model/architectures.h"
 
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
 #include "util/error.h"
+#include "util/limits.h"
+#include "util/quote.h"
 
 namespace ember {
 
@@ -173,37 +177,76 @@ void apply_common(ModelDesc& d, const ArchSpec& spec) {
 
 }  // namespace
 
+namespace {
+
+// Hyperparameters are read at the width the file declares (64-bit when it says
+// so) and range-checked before they are narrowed, so a value that does not fit
+// is an error naming the key, the value and the limit, never a silent wrap.
+[[noreturn]] void out_of_range(const std::string& where, const std::string& key, const std::string& value,
+                               const std::string& range) {
+  throw Error(where + ": " + key + " = " + value + " is outside " + range);
+}
+
+std::string range_text(int64_t lo, int64_t hi) { return std::to_string(lo) + " .. " + std::to_string(hi); }
+
+int gguf_count(const gguf::Reader& r, const std::string& key, int64_t lo, int64_t hi,
+               std::optional<int64_t> fallback = std::nullopt) {
+  const gguf::Value* v = r.find(key);
+  if (!v && fallback) {
+    if (*fallback < lo || *fallback > hi)
+      out_of_range(r.path(), "metadata key '" + key + "' (absent; derived)", std::to_string(*fallback), range_text(lo, hi));
+    return int(*fallback);
+  }
+  if (v && v->type == gguf::ValueType::U64 && v->u > uint64_t(INT64_MAX))
+    out_of_range(r.path(), "metadata key '" + key + "'", std::to_string(v->u), range_text(lo, hi));
+  const int64_t x = r.get_int(key);  // throws naming the key when missing or not an integer
+  if (x < lo || x > hi) out_of_range(r.path(), "metadata key '" + key + "'", std::to_string(x), range_text(lo, hi));
+  return int(x);
+}
+
+// A finite float in [lo, hi] (open at lo when lo_open).
+float gguf_real(const gguf::Reader& r, const std::string& key, double fallback, double lo, double hi, bool lo_open) {
+  const double x = r.get_float(key, fallback);
+  if (!std::isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+    out_of_range(r.path(), "metadata key '" + key + "'", std::to_string(x),
+                 std::string(lo_open ? "(" : "[") + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return float(x);
+}
+
+}  // namespace
+
 ModelDesc desc_from_gguf(const gguf::Reader& r) {
+  using namespace limits;
   const std::string arch = r.get_string("general.architecture");
   const ArchSpec& spec = arch_by_name(arch);
   const std::string p = arch + ".";
   ModelDesc d;
-  d.n_layers = int(r.get_int(p + "block_count"));
-  d.hidden = int(r.get_int(p + "embedding_length"));
-  d.n_heads = int(r.get_int(p + "attention.head_count"));
-  d.n_kv_heads = int(r.get_int(p + "attention.head_count_kv", d.n_heads));
-  d.head_dim = int(r.get_int(p + "attention.key_length", d.n_heads > 0 ? d.hidden / d.n_heads : 0));
-  d.ffn = int(r.get_int(p + "feed_forward_length", 0));
-  d.max_context = int(r.get_int(p + "context_length", 4096));
-  d.norm_eps = float(r.get_float(p + "attention.layer_norm_rms_epsilon", spec.default_eps));
+  d.n_layers = gguf_count(r, p + "block_count", 1, kMaxLayers);
+  d.hidden = gguf_count(r, p + "embedding_length", 1, kMaxHidden);
+  d.n_heads = gguf_count(r, p + "attention.head_count", 1, kMaxHeads);
+  d.n_kv_heads = gguf_count(r, p + "attention.head_count_kv", 1, kMaxHeads, d.n_heads);
+  d.head_dim = gguf_count(r, p + "attention.key_length", 1, kMaxHeadDim, d.hidden / d.n_heads);
+  d.ffn = gguf_count(r, p + "feed_forward_length", 0, kMaxFfn, 0);
+  d.max_context = gguf_count(r, p + "context_length", 1, kMaxContext, 4096);
+  d.norm_eps = gguf_real(r, p + "attention.layer_norm_rms_epsilon", spec.default_eps, 0, 1, true);
   apply_common(d, spec);
   d.rope_pairing = spec.gguf_rope_pairing;
-  d.attn_scale = float(r.get_float(p + "attention.scale", 0.0));
-  d.attn_softcap = float(r.get_float(p + "attn_logit_softcapping", 0.0));
-  d.final_softcap = float(r.get_float(p + "final_logit_softcapping", 0.0));
+  d.attn_scale = gguf_real(r, p + "attention.scale", 0.0, 0, 1e6, false);
+  d.attn_softcap = gguf_real(r, p + "attn_logit_softcapping", 0.0, 0, 1e6, false);
+  d.final_softcap = gguf_real(r, p + "final_logit_softcapping", 0.0, 0, 1e6, false);
   if (spec.moe) {
-    d.n_experts = int(r.get_int(p + "expert_count"));
-    d.n_experts_used = int(r.get_int(p + "expert_used_count"));
-    d.expert_ffn = int(r.get_int(p + "expert_feed_forward_length"));
+    d.n_experts = gguf_count(r, p + "expert_count", 1, kMaxExperts);
+    d.n_experts_used = gguf_count(r, p + "expert_used_count", 1, d.n_experts);
+    d.expert_ffn = gguf_count(r, p + "expert_feed_forward_length", 1, kMaxFfn);
     d.norm_topk = r.get_bool(p + "expert_weights_norm", spec.norm_topk_default);
-    const int64_t gating = r.get_int(p + "expert_gating_func", 0);  // 1 softmax, 2 sigmoid
+    const int gating = gguf_count(r, p + "expert_gating_func", 0, 2, 0);  // 1 softmax, 2 sigmoid
     if (gating == 2) d.routing = Routing::SigmoidTopK;
     if (r.get_bool(p + "expert_topk_before_softmax", false)) d.routing = Routing::TopKSoftmax;
   }
-  const int leading_dense = spec.leading_dense ? int(r.get_int(p + "leading_dense_block_count")) : 0;
-  const int window = int(r.get_int(p + "attention.sliding_window", 0));
-  const float base = float(r.get_float(p + "rope.freq_base", spec.default_rope_base));
-  const float local_base = float(r.get_float(p + "rope.freq_base_swa", spec.default_local_rope_base));
+  const int leading_dense = spec.leading_dense ? gguf_count(r, p + "leading_dense_block_count", 0, d.n_layers) : 0;
+  const int window = gguf_count(r, p + "attention.sliding_window", 0, kMaxContext, 0);
+  const float base = gguf_real(r, p + "rope.freq_base", spec.default_rope_base, 0, 1e12, true);
+  const float local_base = gguf_real(r, p + "rope.freq_base_swa", spec.default_local_rope_base, 0, 1e12, false);
   std::vector<bool> sliding;
   if (const gguf::Value* v = r.find(p + "attention.sliding_window_pattern")) {
     if (v->type == gguf::ValueType::ARRAY) {
@@ -212,12 +255,10 @@ ModelDesc desc_from_gguf(const gguf::Reader& r) {
                     " entries for " + std::to_string(d.n_layers) + " layers");
       for (const auto& e : v->array) sliding.push_back(e.as_bool());
     } else {
-      const int64_t period = v->as_int();
-      if (period <= 0) throw Error(r.path() + ": " + p + "attention.sliding_window_pattern must be positive");
+      const int period = gguf_count(r, p + "attention.sliding_window_pattern", 1, kMaxLayers);
       for (int i = 0; i < d.n_layers; ++i) sliding.push_back((i + 1) % period != 0);
     }
   }
-  if (d.n_layers <= 0 || d.n_layers > 4096) throw Error(r.path() + ": " + p + "block_count out of range");
   fill_layers(d, spec, window, base, local_base, sliding, leading_dense);
   return d;
 }
@@ -240,6 +281,39 @@ T jreq(const nlohmann::json& j, const char* key) {
   return v->get<T>();
 }
 
+// An integer setting: a JSON integer (2.5 or 1e3 is refused, not truncated) within [lo, hi].
+int jint(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi, std::optional<int64_t> fallback = {}) {
+  const nlohmann::json* v = jfind(j, key);
+  int64_t x;
+  if (!v) {
+    if (!fallback) throw Error(std::string("config.json: missing '") + key + "'");
+    x = *fallback;
+  } else if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    x = u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
+  } else if (v->is_number_integer()) {
+    x = v->get<int64_t>();
+  } else {
+    throw Error(std::string("config.json: '") + key + "' = " + excerpt(v->dump(), 40) + " is not an integer");
+  }
+  if (x < lo || x > hi)
+    out_of_range("config.json", std::string("'") + key + "'" + (v ? "" : " (absent; derived)"), std::to_string(x),
+                 range_text(lo, hi));
+  return int(x);
+}
+
+// A finite number in [lo, hi] (open at lo when lo_open).
+float jreal(const nlohmann::json& j, const char* key, double fallback, double lo, double hi, bool lo_open) {
+  const nlohmann::json* v = jfind(j, key);
+  if (v && !v->is_number())
+    throw Error(std::string("config.json: '") + key + "' = " + excerpt(v->dump(), 40) + " is not a number");
+  const double x = v ? v->get<double>() : fallback;
+  if (!std::isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+    out_of_range("config.json", std::string("'") + key + "'", std::to_string(x),
+                 std::string(lo_open ? "(" : "[") + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return float(x);
+}
+
 }  // namespace
 
 ModelDesc desc_from_hf_config(const nlohmann::json& c, const ArchSpec** spec_out) {
@@ -248,79 +322,97 @@ ModelDesc desc_from_hf_config(const nlohmann::json& c, const ArchSpec** spec_out
     if (!archs || !archs->is_array() || archs->empty()) throw Error("config.json: missing 'architectures'");
     const std::string cls = (*archs)[0].get<std::string>();
     const ArchSpec* spec = &arch_by_hf_class(cls);
-    std::vector<int> mlp_only = jget<std::vector<int>>(c, "mlp_only_layers", {});
+    std::vector<int64_t> mlp_only;
+    if (const auto* m = jfind(c, "mlp_only_layers")) {
+      if (!m->is_array() || m->size() > size_t(limits::kMaxLayers))
+        throw Error("config.json: 'mlp_only_layers' must be a list of at most " + std::to_string(limits::kMaxLayers) +
+                    " layer indices");
+      for (const auto& e : *m) {
+        if (!e.is_number_integer()) throw Error("config.json: 'mlp_only_layers' holds a non-integer");
+        mlp_only.push_back(e.get<int64_t>());
+      }
+    }
     int leading_dense = 0;
     if (spec->moe && !mlp_only.empty()) {
       for (size_t i = 0; i < mlp_only.size(); ++i)
-        if (mlp_only[i] != int(i)) throw Error("config.json: mlp_only_layers must be the leading layers 0..n-1");
+        if (mlp_only[i] != int64_t(i)) throw Error("config.json: mlp_only_layers must be the leading layers 0..n-1");
       leading_dense = int(mlp_only.size());
       spec = &arch_by_name("flint");
     }
-    if (spec->moe && jget<int>(c, "decoder_sparse_step", 1) != 1)
+    if (spec->moe && jint(c, "decoder_sparse_step", INT32_MIN, INT32_MAX, 1) != 1)
       throw Error("config.json: decoder_sparse_step other than 1 is not supported");
     ModelDesc d;
-    d.n_layers = jreq<int>(c, "num_hidden_layers");
-    d.hidden = jreq<int>(c, "hidden_size");
-    d.n_heads = jreq<int>(c, "num_attention_heads");
-    d.n_kv_heads = jget<int>(c, "num_key_value_heads", d.n_heads);
-    d.head_dim = jget<int>(c, "head_dim", d.n_heads ? d.hidden / d.n_heads : 0);
-    d.ffn = jget<int>(c, "intermediate_size", 0);
-    d.vocab = jreq<int>(c, "vocab_size");
-    d.max_context = jget<int>(c, "max_position_embeddings", 4096);
-    d.norm_eps = jget<float>(c, "rms_norm_eps", spec->default_eps);
+    using namespace limits;
+    d.n_layers = jint(c, "num_hidden_layers", 1, kMaxLayers);
+    d.hidden = jint(c, "hidden_size", 1, kMaxHidden);
+    d.n_heads = jint(c, "num_attention_heads", 1, kMaxHeads);
+    d.n_kv_heads = jint(c, "num_key_value_heads", 1, kMaxHeads, d.n_heads);
+    d.head_dim = jint(c, "head_dim", 1, kMaxHeadDim, d.hidden / d.n_heads);
+    d.ffn = jint(c, "intermediate_size", 0, kMaxFfn, 0);
+    d.vocab = jint(c, "vocab_size", 1, kMaxVocab);
+    d.max_context = jint(c, "max_position_embeddings", 1, kMaxContext, 4096);
+    d.norm_eps = jreal(c, "rms_norm_eps", spec->default_eps, 0, 1, true);
     apply_common(d, *spec);
     d.rope_pairing = RopePairing::SplitHalves;  // Hugging Face weights are not permuted
-    d.attn_softcap = jget<float>(c, "attn_logit_softcapping", 0.0f);
-    d.final_softcap = jget<float>(c, "final_logit_softcapping", 0.0f);
-    if (const auto* s = jfind(c, "query_pre_attn_scalar")) d.attn_scale = 1.0f / std::sqrt(s->get<float>());
+    d.attn_softcap = jreal(c, "attn_logit_softcapping", 0.0, 0, 1e6, false);
+    d.final_softcap = jreal(c, "final_logit_softcapping", 0.0, 0, 1e6, false);
+    if (jfind(c, "query_pre_attn_scalar"))
+      d.attn_scale = 1.0f / std::sqrt(jreal(c, "query_pre_attn_scalar", 1.0, 0, 1e12, true));
     if (spec->moe) {
-      d.n_experts = jget<int>(c, "num_experts", jget<int>(c, "num_local_experts", 0));
-      if (d.n_experts <= 0) throw Error("config.json: missing 'num_experts' / 'num_local_experts'");
-      d.n_experts_used = jreq<int>(c, "num_experts_per_tok");
-      d.expert_ffn = jreq<int>(c, "moe_intermediate_size");
+      if (!jfind(c, "num_experts") && !jfind(c, "num_local_experts"))
+        throw Error("config.json: missing 'num_experts' / 'num_local_experts'");
+      d.n_experts = jfind(c, "num_experts") ? jint(c, "num_experts", 1, kMaxExperts)
+                                            : jint(c, "num_local_experts", 1, kMaxExperts);
+      d.n_experts_used = jint(c, "num_experts_per_tok", 1, d.n_experts);
+      d.expert_ffn = jint(c, "moe_intermediate_size", 1, kMaxFfn);
       d.norm_topk = jget<bool>(c, "norm_topk_prob", false);
     }
 
     // RoPE: transformers 5 keeps it in `rope_parameters` (per attention kind for
     // Gemma 3), older configs in `rope_theta` / `rope_scaling` / `rope_local_base_freq`.
-    float base = jget<float>(c, "rope_theta", spec->default_rope_base);
-    float local_base = jget<float>(c, "rope_local_base_freq", spec->default_local_rope_base);
+    float base = jreal(c, "rope_theta", spec->default_rope_base, 0, 1e12, true);
+    float local_base = jreal(c, "rope_local_base_freq", spec->default_local_rope_base, 0, 1e12, false);
     const nlohmann::json* scaling = jfind(c, "rope_scaling");
     if (const auto* rp = jfind(c, "rope_parameters")) {
       const nlohmann::json* global = rp;
       if (const auto* full = jfind(*rp, "full_attention")) {
         global = full;
         if (const auto* sl = jfind(*rp, "sliding_attention")) {
-          local_base = jget<float>(*sl, "rope_theta", local_base);
+          local_base = jreal(*sl, "rope_theta", local_base, 0, 1e12, true);
           const std::string t = jget<std::string>(*sl, "rope_type", "default");
           if (t != "default") throw Error("config.json: rope type '" + t + "' on sliding layers is not supported");
         }
       }
-      base = jget<float>(*global, "rope_theta", base);
+      base = jreal(*global, "rope_theta", base, 0, 1e12, true);
       if (jget<std::string>(*global, "rope_type", "default") != "default") scaling = global;
     }
     if (scaling) {
       const std::string t = jget<std::string>(*scaling, "rope_type", jget<std::string>(*scaling, "type", "default"));
       if (t == "llama3") {
-        d.rope_freq_factors = llama3_rope_factors(
-            d.head_dim, base, jreq<float>(*scaling, "factor"), jreq<float>(*scaling, "low_freq_factor"),
-            jreq<float>(*scaling, "high_freq_factor"), jreq<float>(*scaling, "original_max_position_embeddings"));
+        const float factor = jreal(*scaling, "factor", NAN, 0, 1e6, true);
+        const float low = jreal(*scaling, "low_freq_factor", NAN, 0, 1e6, true);
+        const float high = jreal(*scaling, "high_freq_factor", NAN, 0, 1e6, true);
+        const float original = jreal(*scaling, "original_max_position_embeddings", NAN, 0, 1e12, true);
+        if (high <= low) throw Error("config.json: rope_scaling high_freq_factor must exceed low_freq_factor");
+        d.rope_freq_factors = llama3_rope_factors(d.head_dim, base, factor, low, high, original);
       } else if (t != "default") {
         throw Error("config.json: rope scaling type '" + t + "' is not supported");
       }
     }
 
     int window = 0;
-    if (spec->window_layers != WindowLayers::None) window = jget<int>(c, "sliding_window", 0);
+    if (spec->window_layers != WindowLayers::None) window = jint(c, "sliding_window", 0, kMaxContext, 0);
     if (jget<bool>(c, "use_sliding_window", false))
       throw Error("config.json: use_sliding_window on this architecture is not supported");
     std::vector<bool> sliding;
     if (const auto* lt = jfind(c, "layer_types"); lt && window > 0) {
-      if (int(lt->size()) != d.n_layers) throw Error("config.json: layer_types length differs from num_hidden_layers");
+      if (!lt->is_array() || lt->size() != size_t(d.n_layers))
+        throw Error("config.json: layer_types length differs from num_hidden_layers");
       for (const auto& e : *lt) sliding.push_back(e.get<std::string>() == "sliding_attention");
     } else if (spec->window_layers == WindowLayers::NthIsGlobal) {
       if (const auto* pat = jfind(c, "sliding_window_pattern")) {
-        const int period = pat->get<int>();
+        (void)pat;  // a period of 0 would divide by zero
+        const int period = jint(c, "sliding_window_pattern", 1, kMaxLayers);
         for (int i = 0; i < d.n_layers; ++i) sliding.push_back((i + 1) % period != 0);
       }
     }
@@ -382,18 +474,6 @@ void desc_to_gguf(const ModelDesc& d, gguf::Writer& w) {
 
 float ModelDesc::attention_scale() const {
   return attn_scale != 0 ? attn_scale : 1.0f / std::sqrt(float(head_dim));
-}
-
-void ModelDesc::validate() const {
-  auto bad = [&](const std::string& what) { throw Error(arch + " model: " + what); };
-  if (n_layers <= 0 || hidden <= 0 || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || vocab <= 0)
-    bad("layer count, hidden size, heads, head size and vocabulary must all be positive");
-  if (n_heads % n_kv_heads != 0) bad("query heads must be a multiple of key/value heads");
-  if (head_dim % 2 != 0) bad("head size must be even for RoPE");
-  if (int(layers.size()) != n_layers) bad("layer table size differs from layer count");
-  if (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)) bad("experts used must be in 1..expert count");
-  if (!rope_freq_factors.empty() && int(rope_freq_factors.size()) != head_dim / 2)
-    bad("rope_freqs has the wrong length");
 }
 
 }  // namespace ember

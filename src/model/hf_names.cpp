@@ -11,6 +11,9 @@ std::optional<GgufName> gguf_name_for_hf(const std::string& n, const ArchSpec& s
   if (n == "model.norm.weight") return GgufName{"output_norm.weight"};
   if (n == "lm_head.weight") return GgufName{"output.weight"};
 
+  // std::regex matches recursively (stack depth grows with the input): names
+  // longer than any real tensor's are not ours, so they never reach it.
+  if (n.size() > 200) return std::nullopt;
   static const std::regex layer_re(R"(model\.layers\.(\d+)\.(.+))");
   std::smatch m;
   if (!std::regex_match(n, m, layer_re)) return std::nullopt;
@@ -20,7 +23,10 @@ std::optional<GgufName> gguf_name_for_hf(const std::string& n, const ArchSpec& s
   static const std::regex expert_re(R"(mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
   std::smatch e;
   if (std::regex_match(rest, e, expert_re))
-    return GgufName{blk + "ffn_" + e[2].str() + "_exps.weight", std::stoi(e[1].str())};
+    // At most 9 digits (the name length bound above leaves room for more): fits an int.
+    return e[1].length() > 9 ? std::nullopt
+                             : std::optional<GgufName>(GgufName{blk + "ffn_" + e[2].str() + "_exps.weight",
+                                                                std::stoi(e[1].str())});
 
   struct Pair { const char* hf; const char* gguf; };
   static const Pair common[] = {

@@ -1,22 +1,29 @@
 #include "model/loaders.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf.h"
 #include "model/architectures.h"
 #include "model/hf_names.h"
+#include "model/weights.h"
 #include "quant/quant.h"
 #include "safetensors/safetensors.h"
 #include "util/error.h"
 #include "util/fp16.h"
+#include "util/json_bounded.h"
+#include "util/limits.h"
+#include "util/text_file.h"
 
 namespace ember {
 
 LoadedFiles load_gguf_files(const std::string& path) {
-  auto reader = std::make_shared<gguf::Reader>(gguf::Reader::open(path));
+  return load_gguf_reader(std::make_shared<gguf::Reader>(gguf::Reader::open(path)));
+}
+
+LoadedFiles load_gguf_reader(std::shared_ptr<const gguf::Reader> reader) {
+  const std::string& path = reader->path();
   LoadedFiles out;
   out.desc = desc_from_gguf(*reader);
   out.spec = &arch_by_name(out.desc.arch);
@@ -27,6 +34,11 @@ LoadedFiles load_gguf_files(const std::string& path) {
     s.type = t.type;
     s.ne = t.ne;
     if (t.ne.size() == 3) {  // stacked experts: one part per expert
+      // One pointer per expert is made here: bound the count first, so dimensions
+      // such as [0, 1, 2^40] (zero bytes of data) cannot ask for 2^40 of them.
+      if (t.ne[2] > limits::kMaxExperts)
+        throw Error(path + ": tensor '" + t.name + "' stacks " + std::to_string(t.ne[2]) + " experts, more than the limit of " +
+                    std::to_string(limits::kMaxExperts));
       s.part_bytes = t.nbytes / size_t(t.ne[2] > 0 ? t.ne[2] : 1);
       for (int64_t e = 0; e < t.ne[2]; ++e) s.parts.push_back(t.data + size_t(e) * s.part_bytes);
     } else {
@@ -54,14 +66,8 @@ GgmlType type_for_dtype(const std::string& dtype, const std::string& tensor) {
 LoadedFiles load_hf_folder(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path config_path = fs::path(dir) / "config.json";
-  std::ifstream in(config_path);
-  if (!in) throw Error(config_path.string() + ": cannot open");
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(config_path.string() + ": " + e.what());
-  }
+  const nlohmann::json config =
+      parse_json(read_text_file(config_path.string(), limits::kMaxJsonFileBytes), config_path.string());
   LoadedFiles out;
   out.desc = desc_from_hf_config(config, &out.spec);
   const ArchSpec& spec = *out.spec;
@@ -76,6 +82,12 @@ LoadedFiles load_hf_folder(const std::string& dir) {
     if (t.shape.empty() || t.shape.size() > 2)
       throw Error(dir + ": tensor '" + t.name + "' has " + std::to_string(t.shape.size()) + " dimensions, expected 1 or 2");
     if (g->expert >= 0) {
+      if (t.shape.size() != 2)
+        throw Error(dir + ": expert tensor '" + t.name + "' has " + std::to_string(t.shape.size()) +
+                    " dimensions, expected 2");
+      if (g->expert >= limits::kMaxExperts)
+        throw Error(dir + ": tensor '" + t.name + "' is expert " + std::to_string(g->expert) +
+                    ", beyond the limit of " + std::to_string(limits::kMaxExperts) + " experts");
       experts[g->name][g->expert] = &t;
       continue;
     }
@@ -119,6 +131,8 @@ LoadedFiles load_hf_folder(const std::string& dir) {
   out.source->keep_alive(folder);
   // Tied embeddings: no separate output head in the folder.
   if (!out.source->find("output.weight")) out.desc.tied_embeddings = true;
+  ModelDesc check = out.desc;  // the config must describe these tensors (convert relies on it)
+  bind_weights(check, *out.source, dir);
   return out;
 }
 

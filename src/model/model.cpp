@@ -6,6 +6,7 @@
 #include "model/loaders.h"
 #include "quant/quant.h"
 #include "util/error.h"
+#include "util/limits.h"
 
 namespace ember {
 
@@ -52,6 +53,8 @@ class Binder {
     const SourceTensor* t = get(name, required);
     if (!t) return {};
     expect_shape(*t, {n});
+    if (!quant::can_dequantize(t->type) || n % type_info(t->type).block_elems != 0)
+      throw Error(file_ + ": tensor '" + t->name + "' has type " + type_name(t->type) + ", which ember cannot read as a vector");
     std::vector<float> v(static_cast<size_t>(n));
     quant::dequantize_row(t->type, t->parts[0], v.data(), n);
     return v;
@@ -80,32 +83,28 @@ class Binder {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
-  LoadedFiles files = std::filesystem::is_directory(path) ? load_hf_folder(path) : load_gguf_files(path);
-  std::unique_ptr<Model> m(new Model());
-  m->path_ = path;
-  m->desc_ = std::move(files.desc);
-  m->source_ = std::move(files.source);
-  m->gguf_ = std::move(files.gguf);
-  ModelDesc& d = m->desc_;
-  const Binder b(*m->source_, path);
-
+Weights bind_weights(ModelDesc& d, const TensorSource& src, const std::string& path) {
+  const Binder b(src, path);
   const SourceTensor* embd = b.get("token_embd.weight", true);
   if (embd->ne.size() != 2 || embd->ne[0] != d.hidden)
     throw Error(path + ": tensor 'token_embd.weight' has shape " + shape_str(embd->ne) + ", expected [" +
                 std::to_string(d.hidden) + ", vocab]");
+  if (embd->ne[1] < 1 || embd->ne[1] > limits::kMaxVocab)
+    throw Error(path + ": tensor 'token_embd.weight' has " + std::to_string(embd->ne[1]) +
+                " rows (vocabulary), outside 1 .. " + std::to_string(limits::kMaxVocab));
   if (d.vocab != 0 && d.vocab != embd->ne[1])
     throw Error(path + ": vocabulary size " + std::to_string(d.vocab) + " differs from token_embd rows " +
                 std::to_string(embd->ne[1]));
   d.vocab = int(embd->ne[1]);
-  if (const SourceTensor* rf = m->source_->find("rope_freqs.weight")) {
+  d.validate();  // before anything below is sized from the descriptor
+  if (const SourceTensor* rf = src.find("rope_freqs.weight")) {
     b.expect_shape(*rf, {d.head_dim / 2});
     d.rope_freq_factors = b.vec("rope_freqs.weight", d.head_dim / 2);
+    d.validate();
   }
-  d.tied_embeddings = !m->source_->find("output.weight");
-  d.validate();
+  d.tied_embeddings = !src.find("output.weight");
 
-  Weights& w = m->weights_;
+  Weights w;
   w.token_embd = b.matrix("token_embd.weight", d.hidden, d.vocab);
   w.output = d.tied_embeddings ? w.token_embd : b.matrix("output.weight", d.hidden, d.vocab);
   w.output_norm = b.vec("output_norm.weight", d.hidden);
@@ -143,6 +142,17 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
       L.ffn_down = b.matrix(p + "ffn_down.weight", d.ffn, d.hidden);
     }
   }
+  return w;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  LoadedFiles files = std::filesystem::is_directory(path) ? load_hf_folder(path) : load_gguf_files(path);
+  std::unique_ptr<Model> m(new Model());
+  m->path_ = path;
+  m->desc_ = std::move(files.desc);
+  m->source_ = std::move(files.source);
+  m->gguf_ = std::move(files.gguf);
+  m->weights_ = bind_weights(m->desc_, *m->source_, path);
   return m;
 }
 

@@ -8,6 +8,7 @@
 
 #include "safetensors/safetensors.h"
 #include "util/error.h"
+#include "util/json_bounded.h"
 #include "util/quote.h"
 
 namespace ember::safetensors {
@@ -55,14 +56,17 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
   if (header_len < 2 || data[8] != '{')
     fail("header", 8, "does not start with '{' (not a safetensors file?)");
   const char* json_begin = reinterpret_cast<const char*>(data + 8);
+  // Nesting is bounded before parsing: a header nested tens of thousands deep
+  // would otherwise exhaust the stack.
+  check_json_depth(std::string_view(json_begin, size_t(header_len)), name + ": header (from byte 8)");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(json_begin, json_begin + header_len);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte counts from 1 within the JSON text.
-    fail("header", 8 + (e.byte ? e.byte - 1 : 0), std::string("invalid JSON: ") + e.what());
+    fail("header", 8 + (e.byte ? e.byte - 1 : 0), "invalid JSON: " + json_error_text(e));
   } catch (const nlohmann::json::exception& e) {
-    fail("header", 8, std::string("invalid JSON: ") + e.what());
+    fail("header", 8, "invalid JSON: " + json_error_text(e));
   }
   if (!header.is_object()) fail("header", 8, "is not a JSON object");
 
@@ -77,12 +81,12 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
     if (key == "__metadata__") {
       if (!entry.is_object()) fail("header '__metadata__'", 8, "is not an object of strings " + where);
       for (const auto& [mk, mv] : entry.items()) {
-        if (!mv.is_string()) fail("header '__metadata__' key " + single_quoted(mk), 8, "value is not a string " + where);
+        if (!mv.is_string()) fail("header '__metadata__' key " + single_quoted(excerpt(mk)), 8, "value is not a string " + where);
         metadata_[mk] = mv.get<std::string>();
       }
       continue;
     }
-    const std::string field = "tensor " + single_quoted(key);
+    const std::string field = "tensor " + single_quoted(excerpt(key));
     auto bad = [&](const std::string& problem) { fail(field, 8, problem + " " + where); };
     if (!entry.is_object()) bad("entry is not an object");
 
@@ -93,7 +97,7 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
     if (dtype == entry.end() || !dtype->is_string()) bad("has no \"dtype\" string");
     t.dtype = dtype->get<std::string>();
     const size_t elem_bytes = dtype_size(t.dtype);
-    if (elem_bytes == 0) bad("dtype " + single_quoted(t.dtype) + " is unknown or unsupported");
+    if (elem_bytes == 0) bad("dtype " + single_quoted(excerpt(t.dtype)) + " is unknown or unsupported");
 
     const auto shape = entry.find("shape");
     if (shape == entry.end() || !shape->is_array()) bad("has no \"shape\" array");
@@ -101,17 +105,17 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
     // partial product a consumer computes can overflow.
     int64_t n = 1, bound = 1;
     for (const auto& d : *shape) {
-      if (!d.is_number_unsigned()) bad("shape " + shape->dump() + " holds something other than a non-negative integer");
+      if (!d.is_number_unsigned()) bad("shape " + excerpt(shape->dump()) + " holds something other than a non-negative integer");
       const uint64_t v = d.get<uint64_t>();
       if (v > uint64_t(std::numeric_limits<int64_t>::max()) ||
           __builtin_mul_overflow(bound, std::max<int64_t>(int64_t(v), 1), &bound))
-        bad("shape " + shape->dump() + ": element count overflows 64 bits");
+        bad("shape " + excerpt(shape->dump()) + ": element count overflows 64 bits");
       n *= int64_t(v);
       t.shape.push_back(int64_t(v));
     }
     int64_t expected_bytes;
     if (__builtin_mul_overflow(n, int64_t(elem_bytes), &expected_bytes))
-      bad("shape " + shape->dump() + ": byte size overflows 64 bits");
+      bad("shape " + excerpt(shape->dump()) + ": byte size overflows 64 bits");
 
     const auto offsets = entry.find("data_offsets");
     if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
@@ -125,7 +129,7 @@ void Folder::add_file(const uint8_t* data, size_t size, const std::string& name)
                std::to_string(data_size) + " bytes, file size " + std::to_string(size) + ")");
     if (end - begin != uint64_t(expected_bytes))
       fail(field + " data", data_start + begin,
-           std::to_string(end - begin) + " bytes, but " + t.dtype + " shape " + shape->dump() + " needs " +
+           std::to_string(end - begin) + " bytes, but " + t.dtype + " shape " + excerpt(shape->dump()) + " needs " +
                std::to_string(expected_bytes));
     t.data = data + data_start + begin;
     t.nbytes = size_t(end - begin);

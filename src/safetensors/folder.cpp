@@ -1,14 +1,15 @@
 // Opening a Hugging Face model folder: one model.safetensors, or shards listed
 // by model.safetensors.index.json ("weight_map": tensor name -> shard file).
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "safetensors/safetensors.h"
 #include "util/error.h"
+#include "util/json_bounded.h"
+#include "util/quote.h"
+#include "util/text_file.h"
 
 namespace ember::safetensors {
 
@@ -55,26 +56,15 @@ Folder Folder::open(const std::string& dir_or_file) {
   }
 
   // --- sharded: read the index, then each shard it names once ---
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) throw Error(index_path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json index;
-  try {
-    index = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(index_path + ": invalid JSON at byte " + std::to_string(e.byte ? e.byte - 1 : 0) + ": " + e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(index_path + ": invalid JSON: " + std::string(e.what()));
-  }
+  const nlohmann::json index = parse_json(read_text_file(index_path, limits::kMaxJsonFileBytes), index_path);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw Error(index_path + ": no \"weight_map\" object");
-  const nlohmann::json& weight_map = index["weight_map"];
+  const nlohmann::json& weight_map = index.at("weight_map");
 
   std::set<std::string> shards;
   for (const auto& [tensor, shard] : weight_map.items()) {
     if (!shard.is_string() || !is_plain_file_name(shard.get<std::string>()))
-      throw Error(index_path + ": weight_map entry '" + tensor + "' names " + shard.dump() +
+      throw Error(index_path + ": weight_map entry '" + excerpt(tensor) + "' names " + excerpt(shard.dump()) +
                   ", which is not a file name in this folder");
     shards.insert(shard.get<std::string>());
   }

@@ -5,6 +5,7 @@
 
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/quote.h"
 
 namespace ember {
 
@@ -90,12 +91,12 @@ BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<std::pair<
     const auto& [l, r] = merges[rank];
     int32_t a = find(l), b = find(r);
     if (a < 0 || b < 0)
-      throw Error("tokenizer merges: entry " + std::to_string(rank) + " ('" + l + " " + r + "') names a token '" +
-                  (a < 0 ? l : r) + "' that is not in the vocabulary");
+      throw Error("tokenizer merges: entry " + std::to_string(rank) + " ('" + excerpt(l + " " + r) + "') names a token '" +
+                  excerpt(a < 0 ? l : r) + "' that is not in the vocabulary");
     int32_t result = find(l + r);
     if (result < 0)
-      throw Error("tokenizer merges: entry " + std::to_string(rank) + " ('" + l + " " + r + "') produces '" + l + r +
-                  "', which is not in the vocabulary");
+      throw Error("tokenizer merges: entry " + std::to_string(rank) + " ('" + excerpt(l + " " + r) + "') produces '" +
+                  excerpt(l + r) + "', which is not in the vocabulary");
     merge_list_.emplace_back(a, b);
     uint64_t key = pair_key(a, b);
     for (uint64_t slot = mix(key) & mask_;; slot = (slot + 1) & mask_) {

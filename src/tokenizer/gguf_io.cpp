@@ -12,12 +12,15 @@
 //                                   decode strips the first space)
 // Token types: 1 normal, 2 unknown, 3 control (special added token), 4 user
 // defined (non-special added token), 6 byte (<0xXX>).
+#include <algorithm>
 #include <unordered_set>
 
 #include "gguf/gguf.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/limits.h"
+#include "util/quote.h"
 
 namespace ember {
 namespace {
@@ -181,6 +184,9 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& r) {
   std::string model = r.get_string("tokenizer.ggml.model");
   std::string pre = r.get_string("tokenizer.ggml.pre", "default");
   spec.tokens = r.get_string_array("tokenizer.ggml.tokens");
+  if (spec.tokens.empty() || spec.tokens.size() > size_t(limits::kMaxVocab))
+    throw Error(r.path() + ": tokenizer.ggml.tokens has " + std::to_string(spec.tokens.size()) +
+                " entries, outside 1 .. " + std::to_string(limits::kMaxVocab));
   std::vector<int64_t> types;
   if (r.find("tokenizer.ggml.token_type")) types = r.get_int_array("tokenizer.ggml.token_type");
   if (!types.empty() && types.size() != spec.tokens.size())
@@ -220,18 +226,30 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& r) {
   }
   std::vector<std::string> merges = r.get_string_array("tokenizer.ggml.merges");
   spec.merges.reserve(merges.size());
+  size_t longest_token = 0;
+  for (const std::string& t : spec.tokens) longest_token = std::max(longest_token, t.size());
   for (size_t i = 0; i < merges.size(); ++i) {
     const std::string& m = merges[i];
-    // Split at the first space where both sides are tokens (a side may contain spaces).
-    size_t sp = m.find(' ');
-    size_t chosen = sp;
-    for (size_t k = sp; k != std::string::npos; k = m.find(' ', k + 1))
+    // Split at the first space where both sides are tokens (a side may contain
+    // spaces). Only split points where both sides are no longer than the
+    // longest token can work, and real merges have one or two candidates: a
+    // few are tried, so a merge made of spaces costs linear time, not
+    // quadratic.
+    const size_t lo = m.size() > longest_token + 1 ? m.size() - longest_token - 1 : 0;
+    size_t chosen = std::string::npos, first = std::string::npos;
+    int tried = 0;
+    for (size_t k = m.find(' ', lo); k != std::string::npos && k <= longest_token && tried < 8;
+         k = m.find(' ', k + 1), ++tried) {
+      if (first == std::string::npos) first = k;
       if (spelling.count(std::string_view(m).substr(0, k)) && spelling.count(std::string_view(m).substr(k + 1))) {
         chosen = k;
         break;
       }
+    }
+    if (chosen == std::string::npos) chosen = first;  // BpeModel names the side that is not a token
     if (chosen == std::string::npos)
-      throw Error(r.path() + ": tokenizer.ggml.merges[" + std::to_string(i) + "] '" + m + "' is not 'left right'");
+      throw Error(r.path() + ": tokenizer.ggml.merges[" + std::to_string(i) + "] '" + excerpt(m) +
+                  "' is not 'left right' with both sides tokens");
     spec.merges.emplace_back(m.substr(0, chosen), m.substr(chosen + 1));
   }
 
@@ -247,7 +265,15 @@ Tokenizer Tokenizer::from_gguf(const gguf::Reader& r) {
     }
     if (t == kUnknown && spec.model.unk_id < 0) spec.model.unk_id = int32_t(id);
   }
-  auto id_key = [&](const char* key) { return int32_t(r.get_int(key, -1)); };
+  // Ids are read at their declared width and must name a token: a 64-bit id is
+  // never truncated into a valid-looking one.
+  auto id_key = [&](const char* key) {
+    const int64_t id = r.get_int(key, -1);
+    if (id < -1 || id >= int64_t(spec.tokens.size()))
+      throw Error(r.path() + ": " + key + " = " + std::to_string(id) + " is not a token id (0 .. " +
+                  std::to_string(spec.tokens.size() - 1) + ")");
+    return int32_t(id);
+  };
   if (int32_t unk = id_key("tokenizer.ggml.unknown_token_id"); unk >= 0 && spm) spec.model.unk_id = unk;
   if (!spm) spec.model.unk_id = -1;
   spec.bos = id_key("tokenizer.ggml.bos_token_id");

@@ -8,6 +8,10 @@
 
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/json_bounded.h"
+#include "util/limits.h"
+#include "util/quote.h"
+#include "util/text_file.h"
 
 namespace ember {
 namespace {
@@ -15,7 +19,7 @@ namespace {
 using json = nlohmann::json;
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw Error("tokenizer.json: " + where + ": " + what);
+  throw Error("tokenizer.json: " + excerpt(where, 160) + ": " + excerpt(what, 240));
 }
 
 const json* member(const json& j, const char* key) {
@@ -145,13 +149,7 @@ std::string token_name(const json& cfg, const char* key) {
   throw Error(std::string("tokenizer_config.json: ") + key + ": expected a string or {\"content\": ...}");
 }
 
-json parse(const std::string& text, const char* name) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(std::string(name) + ": not valid JSON: " + e.what());
-  }
-}
+json parse(const std::string& text, const char* name) { return parse_json(text, name); }
 
 TokenizerSpec spec_from_json(const json& tj, const json& cfg) {
   TokenizerSpec spec;
@@ -168,8 +166,9 @@ TokenizerSpec spec_from_json(const json& tj, const json& cfg) {
   if (!vocab || !vocab->is_object()) fail("model.vocab", "expected an object mapping tokens to ids");
   int64_t max_id = -1;
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > (1 << 26))
-      fail("model.vocab[\"" + it.key() + "\"]", "expected a non-negative integer id");
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= limits::kMaxVocab)
+      fail("model.vocab[\"" + excerpt(it.key()) + "\"]",
+           "expected an integer id in 0 .. " + std::to_string(limits::kMaxVocab - 1));
     max_id = std::max(max_id, it.value().get<int64_t>());
   }
   const json* added = member(tj, "added_tokens");
@@ -179,8 +178,8 @@ TokenizerSpec spec_from_json(const json& tj, const json& cfg) {
       const json& a = (*added)[i];
       std::string w = "added_tokens[" + std::to_string(i) + "]";
       const json* id = member(a, "id");
-      if (!id || !id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() > (1 << 26))
-        fail(w + ".id", "expected a non-negative integer");
+      if (!id || !id->is_number_integer() || id->get<int64_t>() < 0 || id->get<int64_t>() >= limits::kMaxVocab)
+        fail(w + ".id", "expected an integer id in 0 .. " + std::to_string(limits::kMaxVocab - 1));
       AddedToken t;
       t.id = int32_t(id->get<int64_t>());
       t.content = get_string(a, "content", w);
@@ -205,7 +204,7 @@ TokenizerSpec spec_from_json(const json& tj, const json& cfg) {
       // "left right": the reference keeps the first two space-separated parts.
       const std::string& s = m.get_ref<const std::string&>();
       size_t sp = s.find(' ');
-      if (sp == std::string::npos) fail("model.merges[" + std::to_string(i) + "]", "expected \"left right\", got '" + s + "'");
+      if (sp == std::string::npos) fail("model.merges[" + std::to_string(i) + "]", "expected \"left right\", got '" + excerpt(s) + "'");
       size_t end = s.find(' ', sp + 1);
       spec.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1, end == std::string::npos ? end : end - sp - 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -302,13 +301,7 @@ TokenizerSpec spec_from_json(const json& tj, const json& cfg) {
   return spec;
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw Error(p.string() + ": cannot open");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::filesystem::path& p) { return read_text_file(p.string(), limits::kMaxJsonFileBytes); }
 
 }  // namespace
 

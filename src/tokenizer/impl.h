@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,8 @@ struct Tokenizer::Impl {
   std::vector<uint8_t> end_of_generation;
   TokenMap added_spelling;  // spellings of all added tokens (the ByteLevel decoder passes them through)
 
-  void encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out) const;
+  void encode(std::string_view text, bool add_special, bool parse_special, std::vector<int32_t>& out,
+              std::span<const std::pair<size_t, size_t>> plain_zones = {}) const;
   std::string normalize(std::string_view s) const;
   void pre_tokenize(std::string_view s, size_t section_index, std::string& arena,
                     std::vector<std::pair<size_t, size_t>>& words) const;

@@ -4,6 +4,10 @@
 #include <pcre2.h>
 
 #include "util/error.h"
+#include "util/quote.h"
+
+#include <algorithm>
+#include <cstdint>
 
 namespace ember {
 
@@ -120,7 +124,7 @@ static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
-    throw Error(what + ": cannot compile regex '" + pattern + "' at offset " + std::to_string(off) + ": " +
+    throw Error(what + ": cannot compile regex '" + excerpt(pattern) + "' at offset " + std::to_string(off) + ": " +
                 reinterpret_cast<const char*>(msg));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable
@@ -132,12 +136,20 @@ static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern
 void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
   // One match-data block per thread and pattern size is enough; keep one per thread.
   thread_local pcre2_match_data* md = pcre2_match_data_create(4, nullptr);
+  // PCRE2's default match limit (10^7 steps per match) is reached by the
+  // shipped patterns on one long run of whitespace: `\s*[\r\n]+` first takes
+  // the whole run, then backs off one character at a time. Those patterns
+  // stay linear, so the limit grows with the text instead: a 10 MB run still
+  // tokenizes, while a pathological pattern from a hostile tokenizer.json
+  // still fails with an error instead of running for hours.
+  thread_local pcre2_match_context* mc = pcre2_match_context_create(nullptr);
+  pcre2_set_match_limit(mc, uint32_t(std::min<uint64_t>(UINT32_MAX, std::max<uint64_t>(10'000'000, 8 * uint64_t(text.size())))));
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   while (pos <= text.size()) {
-    int rc = pcre2_match(re_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+    int rc = pcre2_match(re_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, mc);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) throw Error("regex '" + source_ + "': match failed (PCRE2 error " + std::to_string(rc) + ")");
+    if (rc < 0) throw Error("regex '" + excerpt(source_) + "': match failed (PCRE2 error " + std::to_string(rc) + ")");
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t s = ov[0], e = ov[1];
     if (e == s) {

@@ -3,12 +3,16 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <span>
+#include <tuple>
 #include <cstdlib>
 #include <unordered_set>
 
 #include "tokenizer/impl.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/limits.h"
+#include "util/quote.h"
 
 namespace ember {
 
@@ -76,13 +80,22 @@ struct Section {
 };
 
 // Splits `s` around added-token matches (leftmost, longest at each position).
-void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<Section>& out) {
+// Inside `zones` (byte ranges of `s`, sorted), only `plain` (non-special)
+// tokens may match: a special token's text there stays text.
+void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<Section>& out,
+                    const AddedTokenTrie* plain = nullptr, std::span<const std::pair<size_t, size_t>> zones = {}) {
   out.clear();
   if (trie.empty()) { out.push_back({s}); return; }
+  auto overlaps_zone = [&](size_t b, size_t e) {
+    for (const auto& [zb, ze] : zones)
+      if (b < ze && e > zb) return true;
+    return false;
+  };
   size_t start = 0, i = 0;
   while (i < s.size()) {
     if (trie.may_start(uint8_t(s[i]))) {
       auto [len, tok] = trie.longest_at(s, i);
+      if (len > 0 && plain && overlaps_zone(i, i + len)) std::tie(len, tok) = plain->longest_at(s, i);
       if (len > 0) {
         if (i > start) out.push_back({s.substr(start, i - start)});
         out.push_back({s.substr(i, len)});
@@ -236,16 +249,29 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
 }
 
 void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse_special,
-                             std::vector<int32_t>& out) const {
+                             std::vector<int32_t>& out, std::span<const std::pair<size_t, size_t>> plain_zones) const {
   std::string clean;
   std::string_view s = text;
-  if (!utf8::is_valid(text)) { clean = utf8::sanitize(text); s = clean; }
+  if (!utf8::is_valid(text)) {
+    clean = utf8::sanitize(text);
+    s = clean;
+    // The zones' offsets no longer hold: keep every special token as text (the safe side).
+    if (!plain_zones.empty()) { parse_special = false; plain_zones = {}; }
+  }
   if (add_special) out.insert(out.end(), spec.prefix.begin(), spec.prefix.end());
 
+  // Whether the piece `t` of `s` (a view into it) touches a plain zone.
+  auto in_zone = [&](std::string_view t) {
+    if (plain_zones.empty() || t.data() < s.data() || t.data() > s.data() + s.size()) return false;
+    const size_t b = size_t(t.data() - s.data()), e = b + t.size();
+    for (const auto& [zb, ze] : plain_zones)
+      if (b < ze && e > zb) return true;
+    return false;
+  };
   auto lookup = [&](std::string_view t) -> int32_t {
     auto it = added_by_text.find(t);
     if (it == added_by_text.end()) return -1;
-    if (!parse_special && spec.added[size_t(it->second)].special) return -1;
+    if ((!parse_special || in_zone(t)) && spec.added[size_t(it->second)].special) return -1;
     return it->second;
   };
   // lstrip/rstrip: an added token eats the whitespace next to it.
@@ -260,7 +286,7 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
   };
 
   std::vector<Section> sections, subs;
-  split_on_added(s, parse_special ? raw_all : raw_plain, sections);
+  split_on_added(s, parse_special ? raw_all : raw_plain, sections, &raw_plain, plain_zones);
   strip_around(sections);
   thread_local std::string arena;
   thread_local std::vector<std::pair<size_t, size_t>> words;
@@ -270,11 +296,17 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
     if (int32_t a = lookup(sec); a >= 0) { out.push_back(spec.added[size_t(a)].id); continue; }
     std::string norm = spec.normalizers.empty() ? std::string(sec) : normalize(sec);
     if (norm.empty()) continue;
-    split_on_added(norm, parse_special ? normalized_all : normalized_plain, subs);
+    // A section that touches a zone is matched with the plain tokens only (its
+    // offsets change in normalisation; template text's special tokens were
+    // already taken whole by the raw pass above).
+    split_on_added(norm, parse_special && !in_zone(sec) ? normalized_all : normalized_plain, subs);
     strip_around(subs);
     for (const Section& sub : subs) {
       if (sub.text.empty()) continue;
-      if (int32_t a = lookup(sub.text); a >= 0) { out.push_back(spec.added[size_t(a)].id); continue; }
+      if (int32_t a = lookup(sub.text); a >= 0 && (!in_zone(sec) || !spec.added[size_t(a)].special)) {
+        out.push_back(spec.added[size_t(a)].id);
+        continue;
+      }
       size_t first = out.size();
       if (spec.pre_tokenizers.empty()) {
         model.encode_word(sub.text, out);
@@ -420,8 +452,18 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
       throw Error("tokenizer: " + what + " id " + std::to_string(id) + " is outside the vocabulary (size " +
                   std::to_string(n) + ")");
   };
+  for (size_t id = 0; id < n; ++id)
+    if (spec.tokens[id].size() > limits::kMaxTokenBytes)
+      throw Error("tokenizer: token " + std::to_string(id) + " is " + std::to_string(spec.tokens[id].size()) +
+                  " bytes long, more than the limit of " + std::to_string(limits::kMaxTokenBytes));
   for (const AddedToken& a : spec.added) {
-    if (a.id < 0 || size_t(a.id) >= n) check_id(a.id < 0 ? -2 : a.id, "added token '" + a.content + "'");
+    // Added tokens are matched at every position of the input: their length
+    // bounds the work per input byte.
+    if (a.content.size() > limits::kMaxAddedTokenBytes)
+      throw Error("tokenizer: added token " + std::to_string(a.id) + " ('" + excerpt(a.content) + "') is " +
+                  std::to_string(a.content.size()) + " bytes long, more than the limit of " +
+                  std::to_string(limits::kMaxAddedTokenBytes));
+    if (a.id < 0 || size_t(a.id) >= n) check_id(a.id < 0 ? -2 : a.id, "added token '" + excerpt(a.content) + "'");
     if (a.content.empty()) throw Error("tokenizer: added token " + std::to_string(a.id) + " has empty content");
     spec.tokens[size_t(a.id)] = a.content;  // the added token's content is its spelling
   }
@@ -508,6 +550,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   impl_->encode(text, add_special, parse_special, out);
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode_with_plain_zones(std::string_view text,
+                                                       std::span<const std::pair<size_t, size_t>> plain_zones,
+                                                       bool add_special) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  impl_->encode(text, add_special, /*parse_special=*/true, out, plain_zones);
   return out;
 }
 

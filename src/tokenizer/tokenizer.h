@@ -24,6 +24,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +53,12 @@ class Tokenizer {
   void write_gguf(gguf::Writer& w, int32_t pad_to_vocab = 0) const;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = true) const;
+  // Special-token parsing on, except inside `plain_zones` (byte ranges of
+  // `text`, e.g. where a chat message's own text sits): a special token's
+  // spelling there stays text. Elsewhere the result equals encode(text).
+  std::vector<int32_t> encode_with_plain_zones(std::string_view text,
+                                               std::span<const std::pair<size_t, size_t>> plain_zones,
+                                               bool add_special = false) const;
   // Throws ember::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
 

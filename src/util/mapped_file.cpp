@@ -10,23 +10,15 @@
 #include <utility>
 
 #include "util/error.h"
+#include "util/text_file.h"
 
 namespace ember {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw Error(path + ": cannot stat: " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": not a regular file");
-  }
-  size_ = size_t(st.st_size);
+  // A regular file only, opened without blocking (a FIFO would wait for a writer forever).
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, size);
+  size_ = size_t(size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {

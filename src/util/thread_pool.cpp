@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "util/error.h"
 
 namespace ember {
 
@@ -9,10 +13,22 @@ ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n_threads;
   shares_ = std::vector<Share>(size_t(n_threads_));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  try {
+    workers_.reserve(size_t(n_threads_ - 1));
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+  } catch (const std::exception& e) {
+    // The system refused a thread (or memory): stop the ones already started,
+    // which would otherwise be destroyed joinable (std::terminate).
+    const size_t started = workers_.size();
+    stop_workers();
+    throw Error("cannot start " + std::to_string(n_threads_) + " threads (" + std::to_string(started + 1) +
+                " started): " + e.what());
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -34,6 +50,10 @@ void ThreadPool::run_part(int part) {
 void ThreadPool::run(int64_t n, int parts, Thunk thunk, void* ctx) {
   {
     std::lock_guard<std::mutex> lk(mu_);
+    error_ = nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lk(mu_);
     thunk_ = thunk;
     ctx_ = ctx;
     n_ = n;
@@ -42,7 +62,13 @@ void ThreadPool::run(int64_t n, int parts, Thunk thunk, void* ctx) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  run_part(0);
+  // The caller's share may throw; the workers still use `ctx` (a frame of our
+  // caller), so wait for them before the exception leaves this function.
+  try {
+    run_part(0);
+  } catch (...) {
+    record_error(std::current_exception());
+  }
   // Brief spin (the other parts usually finish within microseconds of ours), then sleep.
   for (int i = 0; i < 20000 && pending_.load(std::memory_order_acquire) > 0; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -53,6 +79,17 @@ void ThreadPool::run(int64_t n, int parts, Thunk thunk, void* ctx) {
     std::unique_lock<std::mutex> lk(mu_);
     done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
   }
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    error = std::exchange(error_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);  // the first failure of this job
+}
+
+void ThreadPool::record_error(std::exception_ptr e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!error_) error_ = std::move(e);
 }
 
 void ThreadPool::worker(int index) {
@@ -76,7 +113,11 @@ void ThreadPool::worker(int index) {
       std::lock_guard<std::mutex> lk(mu_);
       if (stop_) return;
     }
-    run_part(index);
+    try {
+      run_part(index);
+    } catch (...) {  // reported by run() on the calling thread
+      record_error(std::current_exception());
+    }
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lk(mu_);
       done_cv_.notify_one();

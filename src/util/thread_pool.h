@@ -10,15 +10,21 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace ember {
 
+// A task that throws fails the whole call: parallel_for / for_each_chunk wait
+// for every thread to leave the task, then rethrow the first exception on the
+// calling thread (no worker is left running on a frame that is gone).
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads = 0);  // 0: one per hardware thread
+  // 0: one per hardware thread. Throws ember::Error when the system cannot
+  // start that many threads (having stopped the ones it did start).
+  explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -77,6 +83,8 @@ class ThreadPool {
   [[noreturn]] static void throw_too_many_chunks();
   void worker(int index);
   void run_part(int part);
+  void stop_workers();
+  void record_error(std::exception_ptr e);
 
   // One thread's share of a for_each_chunk: the chunks [next, end), packed in
   // one word so that the owner (taking from the front) and helpers (taking
@@ -110,6 +118,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   bool stop_ = false;
+  std::exception_ptr error_;  // first exception of the current job (guarded by mu_)
 };
 
 }  // namespace ember

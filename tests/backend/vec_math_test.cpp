@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -57,4 +58,25 @@ TEST(VecMath, SiluMulMatchesFormula) {
     const double ref = double(g[size_t(i)]) / (1.0 + std::exp(-double(g[size_t(i)]))) * up[size_t(i)];
     EXPECT_NEAR(h[size_t(i)], ref, 1e-6 * std::fabs(ref) + 1e-30) << "gate " << g[size_t(i)];
   }
+}
+
+TEST(VecMath, NanPropagatesThroughTheSoftmaxSum) {
+  std::vector<float> x(16, -1.0f);
+  x[5] = std::nanf("");
+  EXPECT_TRUE(std::isnan(ember::cpu::exp_shifted_sum(x.data(), int64_t(x.size()), 0.0f)));
+  EXPECT_TRUE(std::isnan(x[5]));
+}
+
+// An element's result must not depend on whether it falls in a full vector or
+// in the tail of a range (threads split ranges anywhere): batch invariance.
+TEST(VecMath, SiluMulTailEqualsFullVectorBits) {
+  std::vector<float> g(24), u(24), whole(24), split(24);
+  for (int i = 0; i < 24; ++i) {
+    g[size_t(i)] = -4.0f + 0.37f * float(i);
+    u[size_t(i)] = 0.5f + 0.11f * float(i);
+  }
+  ember::cpu::silu_mul(g.data(), u.data(), whole.data(), 24);
+  ember::cpu::silu_mul(g.data(), u.data(), split.data(), 13);  // 8 in a vector, 5 in the tail
+  ember::cpu::silu_mul(g.data() + 13, u.data() + 13, split.data() + 13, 11);
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(std::memcmp(&whole[size_t(i)], &split[size_t(i)], 4), 0) << i;
 }

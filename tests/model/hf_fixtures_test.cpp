@@ -3,6 +3,9 @@
 // loaded from their safetensors folders and after `convert` to GGUF F32 / F16.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -81,8 +84,17 @@ TEST_P(HfFixture, ConvertedGgufMatchesTransformers) {
 // weights of std 0.2 on 64-wide layers, so that F16 rounding cannot flip their
 // greedy tokens; that scale amplifies per-weight error strongly through 2-4
 // layers (and can move a MoE route), so measured errors reach 0.06-0.24 of the
-// largest logit. Bound: 0.3, and >= 80% argmax agreement. Exactness of the Q8_0
-// path itself is checked against the peer engine's Q8_0 file (peer_gguf_test).
+// largest logit. Bounds per fixture (kQ8Measured): 1.5x the measured error, and
+// argmax agreement down by at most one of the 32 positions from the measured
+// one, so a broken kernel fails. Exactness of the Q8_0 path itself is checked
+// against the peer engine's Q8_0 file (peer_gguf_test).
+struct Q8Measured { double max_rel_error, argmax_agreement; };
+const std::map<std::string, Q8Measured> kQ8Measured = {
+    {"flint", {0.0558, 0.969}},  {"gemma2", {0.0569, 0.969}}, {"gemma3", {0.0195, 1.000}},
+    {"llama", {0.0801, 0.969}},  {"llama_sharded", {0.0801, 0.969}}, {"mistral", {0.0561, 0.875}},
+    {"qwen2", {0.2054, 0.938}},  {"qwen3", {0.0625, 0.906}}, {"qwen3moe", {0.2409, 0.906}},
+    {"qwen3moe_nonorm", {0.0424, 0.969}}};
+
 TEST_P(HfFixture, ConvertedQ8_0StaysCloseToTransformers) {
   const Fixture f = load_fixture(GetParam());
   ThreadPool pool(2);
@@ -90,8 +102,13 @@ TEST_P(HfFixture, ConvertedQ8_0StaysCloseToTransformers) {
   convert_hf_to_gguf(f.dir.string(), out.string(), "Q8_0", pool, false);
   auto m = Model::load(out.string());
   const auto logits = test::all_logits(*m, f.ids);
-  EXPECT_LE(test::max_rel_error(logits, f.logits), 0.3) << f.name << " (GGUF Q8_0)";
-  EXPECT_GE(test::argmax_agreement(logits, f.logits, m->desc().vocab), 0.8) << f.name << " (GGUF Q8_0)";
+  const double err = test::max_rel_error(logits, f.logits);
+  const double agree = test::argmax_agreement(logits, f.logits, m->desc().vocab);
+  std::printf("%-16s Q8_0 max relative logit error %.4f, argmax agreement %.3f\n", f.name.c_str(), err, agree);
+  const auto measured = kQ8Measured.find(f.name);
+  ASSERT_NE(measured, kQ8Measured.end()) << f.name << ": measure its Q8_0 error and add it to kQ8Measured";
+  EXPECT_LE(err, 1.5 * measured->second.max_rel_error) << f.name << " (GGUF Q8_0)";
+  EXPECT_GE(agree, measured->second.argmax_agreement - 1.0 / 32 - 1e-9) << f.name << " (GGUF Q8_0)";
   fs::remove(out);
 }
 

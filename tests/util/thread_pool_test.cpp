@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -66,4 +67,43 @@ TEST(ThreadPool, ForEachChunkOwnersWalkInOrderAndIdleThreadsHelp) {
   for (size_t i = 1; i < order[1].size(); ++i) EXPECT_EQ(order[1][i], order[1][i - 1] + 1);
   EXPECT_EQ(ran_on[size_t(n - 1)], 0);
   EXPECT_GT(order[0].size(), size_t(n / 2));
+}
+
+// A throwing task fails the call on the calling thread, after every worker has
+// left the task (under ASan, a worker still running on the caller's dead frame
+// is a stack-use-after-scope); the pool stays usable afterwards.
+TEST(ThreadPool, ThrowInTheCallersShareWaitsForWorkersThenRethrows) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> done{0};
+    auto run = [&] {
+      int local = 0;  // the frame workers would dangle on
+      pool.parallel_for(4, [&](int64_t b, int64_t, int) {
+        if (b == 0) throw std::runtime_error("caller share fails");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ++local;
+        done.fetch_add(1);
+      });
+    };
+    EXPECT_THROW(run(), std::runtime_error);
+    EXPECT_EQ(done.load(), 3);  // the workers finished before the exception left
+  }
+  std::atomic<int> n{0};
+  pool.parallel_for(100, [&](int64_t b, int64_t e, int) { n.fetch_add(int(e - b)); });
+  EXPECT_EQ(n.load(), 100);
+}
+
+TEST(ThreadPool, ThrowInAWorkerIsRethrownOnTheCaller) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.parallel_for(3, [&](int64_t b, int64_t, int) {
+                 if (b != 0) throw std::length_error("worker fails");
+               }),
+               std::length_error);
+  EXPECT_THROW(pool.for_each_chunk(64, [&](int64_t c, int) {
+                 if (c == 40) throw std::logic_error("chunk fails");
+               }),
+               std::logic_error);
+  std::atomic<int> n{0};
+  pool.for_each_chunk(64, [&](int64_t, int) { n.fetch_add(1); });
+  EXPECT_EQ(n.load(), 64);
 }

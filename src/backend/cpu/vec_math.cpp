@@ -19,7 +19,9 @@ namespace {
 inline __m256 exp8(__m256 x) {
   const __m256 lo = _mm256_set1_ps(-87.3f), hi = _mm256_set1_ps(88.7f);
   const __m256 underflow = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  // max/min return their second operand when one is NaN: with x second, a NaN
+  // input stays NaN (a softmax over NaN logits must not look like probabilities).
+  x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln2 split in two for exactness
