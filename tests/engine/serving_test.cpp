@@ -298,6 +298,56 @@ TEST_F(Serving, IdleEngineUsesNoCpu) {
   EXPECT_LT(process_cpu_seconds() - before, 0.05) << "CPU seconds used by an idle engine in one second";
 }
 
+// A backend that poisons the logits of every sequence whose prompt starts with
+// a marker id: the engine must end that sequence alone, with an error.
+class PoisoningBackend final : public Backend {
+ public:
+  PoisoningBackend(Backend& inner, int32_t marker) : inner_(inner), marker_(marker) {}
+  const char* name() const override { return "poisoning"; }
+  const Model& model() const override { return inner_.model(); }
+  const StepLimits& limits() const override { return inner_.limits(); }
+  const KvConfig& kv_config() const override { return inner_.kv_config(); }
+  void copy_kv_block(int s, int d, int n) override { inner_.copy_kv_block(s, d, n); }
+  void read_kv_block(int b, void* h) override { inner_.read_kv_block(b, h); }
+  void write_kv_block(int b, const void* h) override { inner_.write_kv_block(b, h); }
+  const float* forward(const StepBatch& batch) override {
+    const float* l = inner_.forward(batch);
+    const int64_t V = model().desc().vocab;
+    buf_.assign(l, l + batch.logit_rows() * V);
+    int64_t row = 0;
+    for (const SeqStep& s : batch.seqs) {
+      const int64_t rows = s.logits == LogitsWanted::All ? s.n_tokens : s.logits == LogitsWanted::Last ? 1 : 0;
+      if (rows && s.pos == 0 && s.tokens[0] == marker_) buf_[size_t(row * V + 7)] = std::nanf("");
+      row += rows;
+    }
+    return buf_.data();
+  }
+
+ private:
+  Backend& inner_;
+  int32_t marker_;
+  std::vector<float> buf_;
+};
+
+TEST_F(Serving, BadLogitsEndOnlyTheirSequence) {
+  auto cpu = backend(256);
+  PoisoningBackend b(*cpu, 4242);
+  EngineOptions o;
+  o.max_running = 4;
+  Engine e(b, nullptr, o);
+  auto good = ids(30, 8);
+  auto bad = good;
+  bad[0] = 4242;
+  std::vector<GenerationRequest> reqs = {request(good, 8), request(bad, 8), request(ids(12, 9), 8)};
+  const auto got = together(e, reqs);
+  EXPECT_EQ(got[1].reason, FinishReason::Error);
+  EXPECT_NE(got[1].error.find("NaN"), std::string::npos) << got[1].error;
+  const auto ref = alone({reqs[0], reqs[2]});
+  expect_same(got[0], ref[0], "the sequence beside the poisoned one");
+  expect_same(got[2], ref[1], "the other sequence beside the poisoned one");
+  e.check_accounting();
+}
+
 TEST_F(Serving, RejectsRequestsThatCanNeverRun) {
   auto b = backend(64, 64);
   Engine e(*b, nullptr, EngineOptions{});
