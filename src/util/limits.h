@@ -15,7 +15,7 @@ namespace ember::limits {
 inline constexpr int64_t kMaxLayers = 1024;           // 126 (Llama 3.1 405B)
 inline constexpr int64_t kMaxHidden = 65536;          // 16384 (Llama 3.1 405B)
 inline constexpr int64_t kMaxHeads = 1024;            // 128
-inline constexpr int64_t kMaxHeadDim = 1024;          // 256 (Gemma 2/3); the rotary kernel's buffer holds 1024
+inline constexpr int64_t kMaxHeadDim = 1024;          // 256 (Gemma 2/3)
 inline constexpr int64_t kMaxFfn = int64_t(1) << 20;  // 53248 (Llama 3.1 405B)
 inline constexpr int64_t kMaxVocab = int64_t(1) << 21;  // 262144 (Gemma 3)
 inline constexpr int64_t kMaxContext = int64_t(1) << 24;  // 10M (Llama 4 Scout)
