@@ -27,7 +27,7 @@ void Scheduler::remove(Sequence* s) {
 
 void Scheduler::preempt(Sequence* s, std::vector<PlannedSeq>& plan) {
   std::erase_if(plan, [&](const PlannedSeq& p) { return p.seq == s; });
-  kv_.release(s[0]);
+  kv_.release(*s);
   std::erase(running_, s);
   ++preemptions_;
   if (s->state == Sequence::State::Finishing) {  // its answer is complete: nothing to resume
@@ -40,7 +40,6 @@ void Scheduler::preempt(Sequence* s, std::vector<PlannedSeq>& plan) {
 void Scheduler::plan(std::vector<PlannedSeq>& plan) {
   plan.clear();
   int budget = lim_.step_tokens, rows = lim_.max_logit_rows;
-  const int bs = kv_.block_size();
 
   // 1. One token for each sequence that has exactly one to feed.
   for (size_t i = 0; i < running_.size(); ++i) {
@@ -97,7 +96,6 @@ void Scheduler::plan(std::vector<PlannedSeq>& plan) {
       break;
     }
   }
-  (void)bs;
 }
 
 }  // namespace ember
