@@ -77,11 +77,11 @@ TEST(ThreadPool, ThrowInTheCallersShareWaitsForWorkersThenRethrows) {
   for (int round = 0; round < 20; ++round) {
     std::atomic<int> done{0};
     auto run = [&] {
-      int local = 0;  // the frame workers would dangle on
+      std::atomic<int> local{0};  // the frame workers would dangle on
       pool.parallel_for(4, [&](int64_t b, int64_t, int) {
         if (b == 0) throw std::runtime_error("caller share fails");
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        ++local;
+        local.fetch_add(1);
         done.fetch_add(1);
       });
     };
