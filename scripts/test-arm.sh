@@ -31,7 +31,7 @@ fi
 archs=(armv8.2-a+dotprod armv8-a)
 pids=()
 for arch in "${archs[@]}"; do
-  "$cxx" "${flags[@]}" -march="$arch" -DEMBER_SOURCE_DIR="\"$PWD\"" -static \
+  "$cxx" "${flags[@]}" -march="$arch" -DEMBER_SOURCE_DIR="\"$PWD\"" -DEMBER_SHARED_DIR="\"$PWD/../shared\"" -static \
     "${sources[@]}" "${tests[@]}" "$out/gtest.o" "$out/gtest_main.o" -o "$out/quant_tests_${arch//[^a-z0-9]/_}" \
     2> >(grep -v -e getaddrinfo -e 'in function' >&2) &
   pids+=($!)
