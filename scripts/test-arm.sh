@@ -19,7 +19,7 @@ gtest=/usr/src/googletest/googletest
 mkdir -p "$out"
 
 flags=(-std=c++20 -O2 -pthread -Isrc -I"$gtest/include" -I"$gtest")
-sources=(src/quant/*.cpp src/gguf/*.cpp src/util/mapped_file.cpp src/util/thread_pool.cpp)
+sources=(src/quant/*.cpp src/gguf/*.cpp src/util/mapped_file.cpp src/util/text_file.cpp src/util/thread_pool.cpp)
 tests=(tests/quant/*.cpp)
 
 if [[ ! -f "$out/gtest.o" ]]; then
