@@ -58,8 +58,13 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
   // Candidates, cut to the top k (by logit) when asked.
   // -inf (masked) tokens have probability 0: they are not candidates at all.
   cand_.clear();
-  for (int i = 0; i < valid_vocab_; ++i)
-    if (work_[size_t(i)] != -INFINITY) cand_.emplace_back(work_[size_t(i)], i);
+  for (int i = 0; i < valid_vocab_; ++i) {
+    const float l = work_[size_t(i)];
+    if (l == -INFINITY) continue;
+    // A repetition penalty near 0 divides a positive logit into +inf: no softmax is defined then.
+    if (!std::isfinite(l)) throw BadLogits("a penalty pushed token " + std::to_string(i) + "'s logit out of range");
+    cand_.emplace_back(l, i);
+  }
   if (cand_.empty()) throw BadLogits("every logit is -inf after penalties: no token can be sampled");
   auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   if (p_.top_k > 0 && size_t(p_.top_k) < cand_.size()) {
@@ -94,6 +99,7 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
     }
     cand_.resize(keep);
   }
+  if (cand_.empty()) throw BadLogits("no token is left after the sampling filters");
   double total = 0;
   for (const auto& c : cand_) total += c.first;
   std::uniform_real_distribution<double> u(0.0, total);

@@ -115,3 +115,15 @@ TEST(Sampler, RejectsBadParameters) {
 }
 
 }  // namespace
+
+// A repetition penalty near 0 divides a positive logit into +inf; the sampler
+// must refuse the step cleanly instead of indexing an empty candidate list.
+TEST(Sampler, PenaltyPushingALogitToInfinityIsACleanError) {
+  ember::SamplingParams p;
+  p.temperature = 0.8f;
+  p.repetition_penalty = 1e-30f;
+  ember::Sampler s(p, 4);
+  const float logits[4] = {1e10f, 1.0f, -1.0f, 0.5f};  // 1e10 / 1e-30 overflows a float
+  const int32_t recent[1] = {0};
+  EXPECT_THROW(s.sample(logits, recent), ember::BadLogits);
+}
