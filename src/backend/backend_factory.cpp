@@ -28,6 +28,10 @@ uint64_t available_host_memory() {
 
 }  // namespace
 
+uint64_t kv_bytes_for(const ModelDesc& d, const BackendOptions& opt, int64_t positions) {
+  return kv_block_bytes(d, opt.block_size, opt.kv_type) * uint64_t((positions + opt.block_size - 1) / opt.block_size);
+}
+
 int kv_blocks_for(const ModelDesc& d, const BackendOptions& opt, uint64_t bytes) {
   const uint64_t per_block = kv_block_bytes(d, opt.block_size, opt.kv_type);
   const int64_t one_context = (int64_t(opt.limits.max_context) + opt.block_size - 1) / opt.block_size;

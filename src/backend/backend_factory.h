@@ -20,6 +20,9 @@ struct BackendOptions {
 // The backend, its KV block storage sized from kv_mem (never less than one full context).
 std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt);
 
+// Bytes of KV blocks that hold `positions` positions (whole blocks) in the options' block size and type.
+uint64_t kv_bytes_for(const ModelDesc& d, const BackendOptions& opt, int64_t positions);
+
 // Blocks that fit in `bytes` (at least enough for one sequence of max_context positions).
 int kv_blocks_for(const ModelDesc& d, const BackendOptions& opt, uint64_t bytes);
 

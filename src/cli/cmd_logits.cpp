@@ -31,7 +31,7 @@ void add_logits(CLI::App& app) {
     opt.limits.max_tokens = 64;
     opt.limits.max_logit_rows = 64;
     opt.kv_type = parse_kv_type(kv_type);
-    opt.kv_mem = kv_block_bytes(model->desc(), opt.block_size, opt.kv_type) * ((ids.size() + 15) / 16);
+    opt.kv_mem = kv_bytes_for(model->desc(), opt, int64_t(ids.size()));
     opt.n_threads = threads;
     auto backend = make_backend(*model, opt);
     BlockAllocator blocks(backend->kv_config().n_blocks);

@@ -90,10 +90,8 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   bo.limits.max_logit_rows = f.parallel;
   bo.kv_type = parse_kv_type(f.kv_type);
   bo.n_threads = validate_threads(f.threads);
-  const uint64_t per_context = kv_block_bytes(d, bo.block_size, bo.kv_type) *
-                               uint64_t((bo.limits.max_context + bo.block_size - 1) / bo.block_size);
   if (!f.kv_mem.empty()) bo.kv_mem = parse_bytes(f.kv_mem);
-  else if (default_kv_contexts > 0) bo.kv_mem = per_context * uint64_t(default_kv_contexts);
+  else if (default_kv_contexts > 0) bo.kv_mem = kv_bytes_for(d, bo, bo.limits.max_context) * uint64_t(default_kv_contexts);
   // else 0: the backend takes a share of the memory available (backend_factory.h)
   e.backend = make_backend(*e.model, bo);
 

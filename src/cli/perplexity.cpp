@@ -39,7 +39,7 @@ class WindowRunner {
     opt.limits.max_tokens = 64;
     opt.limits.max_logit_rows = 64;
     opt.kv_type = KvType::F32;
-    opt.kv_mem = kv_block_bytes(model.desc(), opt.block_size, opt.kv_type) * uint64_t((ctx + opt.block_size - 1) / opt.block_size);
+    opt.kv_mem = kv_bytes_for(model.desc(), opt, ctx);
     opt.n_threads = threads;
     backend_ = make_backend(model, opt);
     blocks_ = std::make_unique<BlockAllocator>(backend_->kv_config().n_blocks);

@@ -9,7 +9,7 @@
 namespace ember {
 
 Engine::Engine(Backend& backend, const Tokenizer* tok, const EngineOptions& opt)
-    : tok_(tok), core_(backend, tok, opt), shared_(std::make_shared<Shared>()) {
+    : core_(backend, tok, opt), shared_(std::make_shared<Shared>()) {
   stats_ = core_.stats();
   thread_ = std::thread([this] { loop(); });
 }

@@ -47,7 +47,6 @@ class Engine {
   };
   void loop();
 
-  const Tokenizer* tok_;
   EngineCore core_;
   std::shared_ptr<Shared> shared_;
   std::condition_variable idle_cv_;

@@ -46,11 +46,15 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
 EngineCore::~EngineCore() {
   for (auto& s : live_) {
     kv_.release(*s);
-    if (s->state == Sequence::State::Finishing || s->state == Sequence::State::Done)
-      s->out->finish(s->finish_reason);  // the answer was complete
-    else
-      s->out->finish(FinishReason::Cancelled, "the engine stopped");
+    abandon(*s, FinishReason::Cancelled, "the engine stopped");
   }
+}
+
+void EngineCore::abandon(Sequence& s, FinishReason reason, const std::string& why) {
+  if (s.state == Sequence::State::Finishing || s.state == Sequence::State::Done)
+    s.out->finish(s.finish_reason);  // the answer was complete
+  else
+    finish(s, reason, false, why);
 }
 
 void EngineCore::validate(const GenerationRequest& req) const {
@@ -71,10 +75,7 @@ void EngineCore::validate(const GenerationRequest& req) const {
 void EngineCore::cancel_all(const std::string& why) {
   while (!live_.empty()) {
     Sequence& s = *live_.back();
-    if (s.state == Sequence::State::Finishing || s.state == Sequence::State::Done)
-      s.out->finish(s.finish_reason);
-    else
-      finish(s, FinishReason::Error, false, why);
+    abandon(s, FinishReason::Error, why);
     retire(s);
   }
 }

@@ -60,7 +60,10 @@ class EngineCore {
   void deliver(Sequence& s, const float* logits);
   // Ends the request's stream; flush_text releases text held back for stop strings.
   void finish(Sequence& s, FinishReason reason, bool flush_text, std::string error = {});
-  void flush_held_text(Sequence& s);  // text held back for stop strings goes out
+  void flush_held_text(Sequence& s);
+  // Ends the stream of a sequence the engine gives up on: with its own reason when its answer was
+  // already complete (finishing), else with `reason` and `why`.
+  void abandon(Sequence& s, FinishReason reason, const std::string& why);  // text held back for stop strings goes out
   void retire(Sequence& s);  // releases its blocks and forgets it
 
   Backend& backend_;

@@ -43,9 +43,12 @@ using namespace ember;
 
 class DecodeAllocation : public ::testing::TestWithParam<std::string> {};
 
+std::unique_ptr<Model> peer_model(const std::string& type) {
+  return Model::load((std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + type + ".gguf")).string());
+}
+
 TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
-  const auto path = std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
-  auto model = Model::load(path.string());
+  auto model = peer_model(GetParam());
   StepLimits o;
   o.max_context = 256;
   o.max_tokens = 32;
@@ -78,8 +81,7 @@ TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
 // deliver to the request's stream) of a running request allocates nothing,
 // with other requests decoding beside it and blocks filling up.
 TEST_P(DecodeAllocation, EngineStepsAllocateNothing) {
-  const auto path = std::filesystem::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3" / ("qwen3-tiny-" + GetParam() + ".gguf");
-  auto model = Model::load(path.string());
+  auto model = peer_model(GetParam());
   StepLimits o;
   o.max_context = 256;
   o.max_tokens = 32;
