@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
         const double one = median(step_s[0]);
         for (size_t bi = 0; bi < bs.size(); ++bi) {
           const double ms = median(step_s[bi]);
-          std::printf("| %d | %.1f | %.1f | %.2fx |\n", bs[bi], 1e3 * ms, bs[bi] / ms, (bs[bi] / ms) / (1.0 / one));
+          std::printf("| %d | %.3f | %.1f | %.2fx |\n", bs[bi], 1e3 * ms, bs[bi] / ms, (bs[bi] / ms) / (1.0 / one));
         }
         std::printf("\n");
       }

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#ifdef EMBER_HAS_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "model/model.h"
 #include "util/error.h"
 
@@ -44,18 +47,53 @@ int kv_blocks_for(const ModelDesc& d, const BackendOptions& opt, uint64_t bytes)
   return int(std::min<int64_t>(fit, 0x7fffffff));
 }
 
-std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt) {
-  if (opt.kind != "auto" && opt.kind != "cpu") {
-    if (opt.kind == "cuda") throw Error("this build of ember has no CUDA backend (configure with -DEMBER_CUDA=ON where nvcc is found)");
-    throw Error("unknown backend '" + opt.kind.substr(0, 16) + "' (cpu, cuda or auto)");
+bool cuda_backend_built() {
+#ifdef EMBER_HAS_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string resolve_backend_kind(const std::string& kind) {
+  if (kind == "cpu") return kind;
+  if (kind == "cuda") {
+    if (!cuda_backend_built())
+      throw Error("this build of ember has no CUDA backend (configure with -DEMBER_CUDA=ON where nvcc is found)");
+    return kind;
   }
+  if (kind == "auto") {
+#ifdef EMBER_HAS_CUDA
+    if (cuda_device_available()) return "cuda";
+#endif
+    return "cpu";
+  }
+  throw Error("unknown backend '" + kind.substr(0, 16) + "' (cpu, cuda or auto)");
+}
+
+std::unique_ptr<Backend> make_backend(const Model& model, const std::string& kind, const StepLimits& limits,
+                                      const KvConfig& kv, int n_threads) {
+  const std::string k = resolve_backend_kind(kind);
+#ifdef EMBER_HAS_CUDA
+  if (k == "cuda") return make_cuda_backend(model, limits, kv);
+#endif
+  return std::make_unique<CpuBackend>(model, limits, kv, n_threads);
+}
+
+std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt) {
+  const std::string kind = resolve_backend_kind(opt.kind);
   if (opt.block_size <= 0 || opt.block_size > 1024) throw Error("KV block size must be in 1..1024");
   KvConfig kv;
   kv.block_size = opt.block_size;
   kv.type = opt.kv_type;
-  const uint64_t bytes = opt.kv_mem ? opt.kv_mem : available_host_memory() / 4;
+  uint64_t bytes = opt.kv_mem;
+#ifdef EMBER_HAS_CUDA
+  // On the GPU the KV blocks take what the weights and the step's scratch leave.
+  if (!bytes && kind == "cuda") bytes = cuda_kv_budget(model, opt.limits);
+#endif
+  if (!bytes) bytes = available_host_memory() / 4;
   kv.n_blocks = kv_blocks_for(model.desc(), opt, bytes);
-  return std::make_unique<CpuBackend>(model, opt.limits, kv, opt.n_threads);
+  return make_backend(model, kind, opt.limits, kv, opt.n_threads);
 }
 
 }  // namespace ember

@@ -20,6 +20,14 @@ struct BackendOptions {
 // The backend, its KV block storage sized from kv_mem (never less than one full context).
 std::unique_ptr<Backend> make_backend(const Model& model, const BackendOptions& opt);
 
+// The backend with exactly this KV pool (tests, benchmarks).
+std::unique_ptr<Backend> make_backend(const Model& model, const std::string& kind, const StepLimits& limits,
+                                      const KvConfig& kv, int n_threads = 0);
+
+// "cpu" or "cuda" for a kind of "cpu", "cuda" or "auto"; throws for "cuda" in a build without it.
+std::string resolve_backend_kind(const std::string& kind);
+bool cuda_backend_built();
+
 // Bytes of KV blocks that hold `positions` positions (whole blocks) in the options' block size and type.
 uint64_t kv_bytes_for(const ModelDesc& d, const BackendOptions& opt, int64_t positions);
 

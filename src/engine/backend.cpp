@@ -27,6 +27,34 @@ size_t kv_block_bytes(const ModelDesc& d, int block_size, KvType type) {
   return size_t(d.n_layers) * 2 * size_t(block_size) * size_t(d.kv_dim()) * kv_type_bytes(type);
 }
 
+void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab) {
+  const int64_t n_tok = batch.total_tokens();
+  const int64_t n_rows = batch.logit_rows();
+  if (n_tok <= 0) throw Error("forward step with no tokens");
+  if (n_tok > lim.max_tokens)
+    throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
+                std::to_string(lim.max_tokens));
+  if (n_rows > lim.max_logit_rows)
+    throw Error("forward step asks for " + std::to_string(n_rows) + " logit rows, limit " +
+                std::to_string(lim.max_logit_rows));
+  const int bs = kv.block_size;
+  for (const SeqStep& s : batch.seqs) {
+    // A sequence with no tokens would still count a "last" logit row and shift every row after it.
+    if (s.n_tokens <= 0) throw Error("a sequence in the step has no tokens");
+    const int64_t end = s.pos + s.n_tokens;
+    if (s.pos < 0 || end > lim.max_context)
+      throw Error("sequence of " + std::to_string(end) + " positions exceeds the context of " +
+                  std::to_string(lim.max_context));
+    if ((end + bs - 1) / bs > s.n_blocks) throw Error("sequence's block table does not cover its positions");
+    for (int b = 0; b < s.n_blocks; ++b)
+      if (s.blocks[b] < 0 || s.blocks[b] >= kv.n_blocks) throw Error("block table names a block outside the KV pool");
+    for (int i = 0; i < s.n_tokens; ++i)
+      if (s.tokens[i] < 0 || s.tokens[i] >= vocab)
+        throw Error("token id " + std::to_string(s.tokens[i]) + " is outside the vocabulary (0.." +
+                    std::to_string(vocab - 1) + ")");
+  }
+}
+
 size_t Backend::block_bytes() const { return kv_block_bytes(model().desc(), kv_config().block_size, kv_config().type); }
 
 }  // namespace ember

@@ -41,6 +41,11 @@ struct StepLimits {
   int max_context = 4096;    // longest sequence
 };
 
+// The checks that keep a malformed step from reading or writing out of bounds:
+// token, row and context limits, block tables that cover their positions and
+// name blocks of the pool, token ids inside the vocabulary. Throws ember::Error.
+void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab);
+
 class Backend {
  public:
   virtual ~Backend() = default;

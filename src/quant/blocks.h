@@ -4,6 +4,13 @@
 #pragma once
 #include <cstdint>
 
+// The helpers below are compiled for the GPU too (the CUDA backend decodes the same blocks).
+#ifdef __CUDACC__
+#define EMBER_HD __host__ __device__
+#else
+#define EMBER_HD
+#endif
+
 namespace ember::quant {
 
 constexpr int kQK = 32;    // elements per block of the 32-element formats
@@ -45,7 +52,7 @@ static_assert(sizeof(BlockIQ1_S) == 50 && sizeof(BlockIQ1_M) == 56);
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 
 // Scale and min j (0..7) of a Q4_K / Q5_K block: 6 bits each packed into 12 bytes.
-inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
+EMBER_HD inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
   if (j < 4) {
     sc = q[j] & 63;
     m = q[j + 4] & 63;
@@ -56,7 +63,7 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
 }
 
 // Scale i (0..15) of a Q3_K block, in [-32, 31].
-inline int q3k_scale(int i, const uint8_t* s) {
+EMBER_HD inline int q3k_scale(int i, const uint8_t* s) {
   const int low = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
   const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
   return (low | (high << 4)) - 32;
@@ -64,7 +71,7 @@ inline int q3k_scale(int i, const uint8_t* s) {
 
 // Scale of sub-block ib (0..7) of an IQ4_XS block, in [-32, 31]: 4 low bits
 // from scales_l, 2 high bits from scales_h.
-inline int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
+EMBER_HD inline int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
   const int lo = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
   const int hi = (b.scales_h >> (2 * ib)) & 3;
   return (lo | (hi << 4)) - 32;

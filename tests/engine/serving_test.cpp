@@ -14,7 +14,9 @@
 
 #include <chrono>
 
-#include "backend/cpu/cpu_backend.h"
+#include <cstdlib>
+
+#include "backend/backend_factory.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/presets.h"
@@ -71,7 +73,8 @@ class Serving : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete model_; }
 
-  std::unique_ptr<CpuBackend> backend(int n_blocks, int ctx = 512, int step = 64, int rows = 32) {
+  // The backend under test: EMBER_TEST_BACKEND (cpu, cuda), else cpu.
+  std::unique_ptr<Backend> backend(int n_blocks, int ctx = 512, int step = 64, int rows = 32) {
     StepLimits l;
     l.max_context = ctx;
     l.max_tokens = step;
@@ -80,7 +83,8 @@ class Serving : public ::testing::Test {
     kv.n_blocks = n_blocks;
     kv.block_size = 16;
     kv.type = KvType::F16;
-    return std::make_unique<CpuBackend>(*model_, l, kv, 2);
+    const char* kind = std::getenv("EMBER_TEST_BACKEND");
+    return make_backend(*model_, kind && *kind ? kind : "cpu", l, kv, 2);
   }
   int64_t vocab() const { return model_->desc().vocab; }
 

@@ -94,6 +94,14 @@ const std::map<std::string, Q8Measured> kQ8Measured = {
     {"llama", {0.0801, 0.969}},  {"llama_sharded", {0.0801, 0.969}}, {"mistral", {0.0561, 0.875}},
     {"qwen2", {0.2054, 0.938}},  {"qwen3", {0.0625, 0.906}}, {"qwen3moe", {0.2409, 0.906}},
     {"qwen3moe_nonorm", {0.0424, 0.969}}};
+// The same, measured on the CUDA backend (H200), which keeps activations in
+// float where the CPU quantises them to 8 bits: different rounding, so its own
+// measurements.
+const std::map<std::string, Q8Measured> kQ8MeasuredCuda = {
+    {"flint", {0.0390, 1.000}},  {"gemma2", {0.0393, 0.969}}, {"gemma3", {0.0167, 1.000}},
+    {"llama", {0.0421, 0.969}},  {"llama_sharded", {0.0421, 0.969}}, {"mistral", {0.0519, 0.906}},
+    {"qwen2", {0.1318, 0.969}},  {"qwen3", {0.0466, 0.906}}, {"qwen3moe", {0.2458, 0.906}},
+    {"qwen3moe_nonorm", {0.0429, 0.906}}};
 
 TEST_P(HfFixture, ConvertedQ8_0StaysCloseToTransformers) {
   const Fixture f = load_fixture(GetParam());
@@ -105,8 +113,9 @@ TEST_P(HfFixture, ConvertedQ8_0StaysCloseToTransformers) {
   const double err = test::max_rel_error(logits, f.logits);
   const double agree = test::argmax_agreement(logits, f.logits, m->desc().vocab);
   std::printf("%-16s Q8_0 max relative logit error %.4f, argmax agreement %.3f\n", f.name.c_str(), err, agree);
-  const auto measured = kQ8Measured.find(f.name);
-  ASSERT_NE(measured, kQ8Measured.end()) << f.name << ": measure its Q8_0 error and add it to kQ8Measured";
+  const auto& table = test::test_backend_kind() == "cuda" ? kQ8MeasuredCuda : kQ8Measured;
+  const auto measured = table.find(f.name);
+  ASSERT_NE(measured, table.end()) << f.name << ": measure its Q8_0 error and add it to kQ8Measured";
   EXPECT_LE(err, 1.5 * measured->second.max_rel_error) << f.name << " (GGUF Q8_0)";
   EXPECT_GE(agree, measured->second.argmax_agreement - 1.0 / 32 - 1e-9) << f.name << " (GGUF Q8_0)";
   fs::remove(out);

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include <cstdlib>
+#include <memory>
+
+#include "backend/backend_factory.h"
 #include "engine/session.h"
 #include "model/model.h"
 
@@ -23,14 +26,21 @@ inline KvConfig f32_kv(int max_context) {
   return kv;
 }
 
-inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int threads = 2) {
+// The backend the model tests run on: EMBER_TEST_BACKEND (cpu, cuda), else cpu.
+inline std::string test_backend_kind() {
+  const char* k = std::getenv("EMBER_TEST_BACKEND");
+  return k && *k ? k : "cpu";
+}
+
+inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int threads = 2,
+                                     const std::string& kind = test_backend_kind()) {
   StepLimits o;
   o.max_context = int(ids.size()) + 16;
   o.max_tokens = 16;  // several chunks: exercises prefill across steps
   o.max_logit_rows = 16;
-  CpuBackend backend(m, o, f32_kv(o.max_context), threads);
-  BlockAllocator blocks(backend.kv_config().n_blocks);
-  Session s(backend, blocks);
+  auto backend = make_backend(m, kind, o, f32_kv(o.max_context), threads);
+  BlockAllocator blocks(backend->kv_config().n_blocks);
+  Session s(*backend, blocks);
   const int64_t V = m.desc().vocab;
   std::vector<float> out(ids.size() * size_t(V));
   s.append_all_logits(ids, [&](int64_t i, const float* l) { std::copy(l, l + V, out.begin() + i * V); });
@@ -38,13 +48,14 @@ inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>&
 }
 
 // Greedy continuation of `prompt` by n tokens, decoding one token per step.
-inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int n, int threads = 2) {
+inline std::vector<int32_t> greedy(const Model& m, const std::vector<int32_t>& prompt, int n, int threads = 2,
+                                   const std::string& kind = test_backend_kind()) {
   StepLimits o;
   o.max_context = int(prompt.size()) + n + 1;
   o.max_tokens = 64;
-  CpuBackend backend(m, o, f32_kv(o.max_context), threads);
-  BlockAllocator blocks(backend.kv_config().n_blocks);
-  Session s(backend, blocks);
+  auto backend = make_backend(m, kind, o, f32_kv(o.max_context), threads);
+  BlockAllocator blocks(backend->kv_config().n_blocks);
+  Session s(*backend, blocks);
   const int64_t V = m.desc().vocab;
   std::vector<int32_t> out;
   const float* l = s.append(prompt);

@@ -48,7 +48,6 @@ class CpuBackend final : public Backend {
 
   void norm_rows(const std::vector<float>& weight, int64_t n_tok);       // xn = rmsnorm(x) * weight
   void add_residual(const std::vector<float>& post_norm, int64_t n_tok); // x += [rmsnorm](proj)
-  void check_batch(const StepBatch& batch);
   void attention_layer(int layer, const StepBatch& batch, int64_t n_tok);
   void dense_ffn(int layer, int64_t n_tok);
   void moe_ffn(int layer, int64_t n_tok);

@@ -107,37 +107,11 @@ void CpuBackend::copy_kv_block(int src, int dst, int n_positions) { kv_.copy_blo
 void CpuBackend::read_kv_block(int block, void* host) { kv_.read_block(block, host); }
 void CpuBackend::write_kv_block(int block, const void* host) { kv_.write_block(block, host); }
 
-// The checks that keep a malformed batch from reading or writing out of bounds.
-void CpuBackend::check_batch(const StepBatch& batch) {
-  const int64_t n_tok = batch.total_tokens();
-  const int64_t n_rows = batch.logit_rows();
-  if (n_tok <= 0) throw Error("forward step with no tokens");
-  if (n_tok > lim_.max_tokens)
-    throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
-                std::to_string(lim_.max_tokens));
-  if (n_rows > lim_.max_logit_rows)
-    throw Error("forward step asks for " + std::to_string(n_rows) + " logit rows, limit " +
-                std::to_string(lim_.max_logit_rows));
-  const int bs = kv_.config().block_size;
-  for (const SeqStep& s : batch.seqs) {
-    // A sequence with no tokens would still count a "last" logit row and shift every row after it.
-    if (s.n_tokens <= 0) throw Error("a sequence in the step has no tokens");
-    const int64_t end = s.pos + s.n_tokens;
-    if (s.pos < 0 || end > lim_.max_context)
-      throw Error("sequence of " + std::to_string(end) + " positions exceeds the context of " +
-                  std::to_string(lim_.max_context));
-    if ((end + bs - 1) / bs > s.n_blocks) throw Error("sequence's block table does not cover its positions");
-    for (int b = 0; b < s.n_blocks; ++b)
-      if (s.blocks[b] < 0 || s.blocks[b] >= kv_.config().n_blocks)
-        throw Error("block table names a block outside the KV pool");
-  }
-}
-
 const float* CpuBackend::forward(const StepBatch& batch) {
   const ModelDesc& d = model_.desc();
   const Weights& w = model_.weights();
   const int64_t H = d.hidden;
-  check_batch(batch);
+  check_step_batch(batch, lim_, kv_.config(), d.vocab);
   const int64_t n_tok = batch.total_tokens();
   const int64_t n_rows = batch.logit_rows();
 
@@ -146,9 +120,6 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   for (size_t si = 0; si < batch.seqs.size(); ++si) {
     const SeqStep& s = batch.seqs[si];
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
-      const int32_t id = s.tokens[i];
-      if (id < 0 || id >= d.vocab)
-        throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
       s_.positions[size_t(t)] = int32_t(s.pos + i);
       s_.seq_of[size_t(t)] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1))

@@ -1,0 +1,136 @@
+// The CUDA decode products alone, against the device's measured copy bandwidth:
+//
+//   ember_bench_cuda_kernels [--rows 14336] [--k 4096] [--tokens 1,2,4,8,16]
+//
+// For each weight format: one product of a rows x k matrix with n activation
+// rows, median of 50 after warm-up, timed with events; four copies of the
+// matrix in turn so the 60 MB L2 cannot hold it. Reports GB/s of weights
+// read and the ratio to the copy bandwidth (bytes read + written by a 1 GiB
+// device-to-device copy), the ceiling of a memory-bound kernel.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/gemv.h"
+#include "backend/cuda/iq_tables_device.h"
+#include "quant/quant.h"
+
+using namespace ember;
+using namespace ember::cuda;
+
+namespace {
+
+template <class F>
+double median_ms(int reps, F&& f) {
+  cudaEvent_t a, b;
+  EMBER_CUDA_CHECK(cudaEventCreate(&a));
+  EMBER_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int i = 0; i < 5; ++i) f(i);
+  for (int i = 0; i < reps; ++i) {
+    EMBER_CUDA_CHECK(cudaEventRecord(a));
+    f(i);
+    EMBER_CUDA_CHECK(cudaEventRecord(b));
+    EMBER_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    EMBER_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> v;
+  size_t i = 0;
+  while (i < s.size()) {
+    v.push_back(std::stoi(s.substr(i)));
+    i = s.find(',', i);
+    if (i == std::string::npos) break;
+    ++i;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t rows = 14336, k = 4096;
+  std::string tokens = "1,2,4,8,16";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--rows") rows = std::stoll(argv[i + 1]);
+    else if (a == "--k") k = std::stoll(argv[i + 1]);
+    else if (a == "--tokens") tokens = argv[i + 1];
+  }
+  try {
+    // The ceiling: a 1 GiB device-to-device copy.
+    const size_t copy_bytes = size_t(1) << 30;
+    DeviceBuffer c0(copy_bytes), c1(copy_bytes);
+    EMBER_CUDA_CHECK(cudaMemset(c0.get(), 1, copy_bytes));
+    const double copy_ms = median_ms(20, [&](int) {
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(c1.get(), c0.get(), copy_bytes, cudaMemcpyDeviceToDevice));
+    });
+    const double copy_gbs = 2.0 * double(copy_bytes) / (copy_ms * 1e-3) / 1e9;
+    std::printf("copy bandwidth (read + write): %.0f GB/s\n\n", copy_gbs);
+
+    const DeviceIqTables iq = upload_iq_tables();
+    const IqTables& tab = iq.tables;
+
+    const auto ns = parse_list(tokens);
+    const int64_t max_n = *std::max_element(ns.begin(), ns.end());
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> x(size_t(max_n * k));
+    for (float& v : x) v = nd(rng);
+    DeviceBuffer dx(x.size() * 4), dy(size_t(max_n * rows) * 4);
+    EMBER_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+
+    std::printf("%lld x %lld weights; GB/s of weights read, and %% of the copy bandwidth\n\n| format | MB |",
+                (long long)rows, (long long)k);
+    for (int n : ns) std::printf(" %d tok |", n);
+    std::printf("\n|---|---|");
+    for (size_t i = 0; i < ns.size(); ++i) std::printf("---|");
+    std::printf("\n");
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0,
+                          GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S,
+                          GgmlType::BF16, GgmlType::F16}) {
+      // 64 distinct quantised rows, repeated: the bytes a product reads are what matter here.
+      const size_t stride = row_bytes(type, k), bytes = stride * size_t(rows);
+      std::vector<uint8_t> host(bytes);
+      std::vector<float> row(static_cast<size_t>(k));
+      for (int64_t r = 0; r < std::min<int64_t>(rows, 64); ++r) {
+        for (float& v : row) v = nd(rng);
+        quant::quantize_row(type, row.data(), host.data() + size_t(r) * stride, k);
+      }
+      for (int64_t r = 64; r < rows; ++r) std::copy_n(host.data() + size_t(r % 64) * stride, stride, host.data() + size_t(r) * stride);
+      std::vector<DeviceBuffer> copies;
+      for (int i = 0; i < 4; ++i) {
+        copies.emplace_back(bytes);
+        EMBER_CUDA_CHECK(cudaMemcpy(copies.back().get(), host.data(), bytes, cudaMemcpyHostToDevice));
+      }
+      std::printf("| %s | %.1f |", type_name(type), double(bytes) / 1e6);
+      for (int n : ns) {
+        const double ms = median_ms(50, [&](int i) {
+          DeviceMatrix m{type, copies[size_t(i % 4)].get<uint8_t>(), k, rows, stride, 0};
+          gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
+        });
+        const double gbs = double(bytes) / (ms * 1e-3) / 1e9;
+        std::printf(" %.0f (%.0f%%) |", gbs, 100.0 * gbs / copy_gbs);
+      }
+      std::printf("\n");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

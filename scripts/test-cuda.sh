@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# scripts/test-cuda.sh OUTDIR — the CUDA backend on a machine with an NVIDIA
+# Hopper GPU, in one call: build (or take prebuilt binaries), the GPU tests,
+# compute-sanitizer over the kernel tests, then the decode benchmarks. Logs,
+# a summary and the benchmark output land in OUTDIR.
+#
+#   EMBER_CUDA_BIN=DIR   take the binaries from DIR (a tarball cuda-bin.tar.xz
+#                        there is unpacked first) instead of building: for GPU
+#                        machines without utf8proc or GoogleTest
+#   EMBER_CUDA_BENCH="dense-1b:Q4_K dense-1b:Q8_0"   presets to benchmark (generated, run, deleted)
+#   EMBER_CUDA_SKIP="sanitizer bench"                stages to leave out
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/test-cuda.sh OUTDIR}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+skip=" ${EMBER_CUDA_SKIP:-} "
+
+bin=${EMBER_CUDA_BIN:-}
+if [ -n "$bin" ]; then
+  [ -f "$bin/cuda-bin.tar.xz" ] && tar -C "$bin" -xJf "$bin/cuda-bin.tar.xz"
+  export LD_LIBRARY_PATH="$PWD/$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Binaries built elsewhere read test data from their build's source folder.
+  for d in /work/main; do [ -e "$d" ] || { mkdir -p "$(dirname "$d")"; ln -s "$PWD" "$d"; }; done
+  bin="$PWD/$bin"
+else
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DEMBER_CUDA=ON >"$out/configure.log" 2>&1 &&
+    cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
+  bin=$PWD/build-cuda/stage
+  mkdir -p "$bin"
+  for f in ember ember_bench_engine cuda_kernels_test cuda_model_test engine_serving_test model_hf_fixtures_test; do
+    cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
+  done
+fi
+nvidia-smi >"$out/gpu.txt" 2>&1
+
+step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-28s %s (%ds)\n' "$name" "$([ $rc = 0 ] && echo pass || echo "FAIL rc=$rc")" $((SECONDS - t0)) | tee -a "$summary"
+  return 0
+}
+
+echo "== GPU tests"
+step kernels "$bin/cuda_kernels_test"
+step models "$bin/cuda_model_test"
+step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
+step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
+grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
+
+if [[ $skip != *" sanitizer "* ]]; then
+  echo "== compute-sanitizer"
+  step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_kernels_test"
+  step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*'
+  step memcheck_model compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_model_test" --gtest_filter='*Tiny*'
+fi
+
+if [[ $skip != *" bench "* ]]; then
+  echo "== roofline: device copy bandwidth"
+  step roofline python3 - <<'PY'
+import torch
+n = 1 << 30  # 1 GiB each way
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); a.random_(0, 255)
+b = torch.empty_like(a)
+for _ in range(3): b.copy_(a)
+times = []
+for _ in range(20):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 1e3)
+times.sort()
+print(f"copy bandwidth (read + write, median of 20): {2 * n / times[10] / 1e9:.0f} GB/s")
+PY
+  cat "$out/roofline.log" | tee -a "$summary"
+  tokdir=$(mktemp -d)
+  for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
+  for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do
+    preset=${spec%%:*}; quant=${spec##*:}
+    model=/tmp/$preset-$quant.gguf
+    tok=$tokdir/$( [ "${preset#dense}" != "$preset" ] && echo llama3 || echo qwen3 )
+    step "gen-$preset-$quant" "$bin/ember" gen-model --preset "$preset" --quant "$quant" -o "$model" --tokenizer "$tok"
+    "$bin/ember" inspect "$model" 2>&1 | grep -i "bytes" | head -3 >"$out/inspect-$preset-$quant.txt"
+    step "bench-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch "${EMBER_CUDA_BATCH:-1,2,4,8,16,32,64}" --prompt 128 --decode 64 --rounds 2
+    # Where one step's time goes, operation by operation (no graphs in this mode).
+    step "profile-$preset-$quant" env EMBER_CUDA_PROFILE=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 128 --decode 32 --rounds 1
+    rm -f "$model"
+  done
+fi
+echo "== summary"
+cat "$summary"
+# Everything in one archive beside the summary (the device tool brings back few files).
+tar -C "$out" -czf "$out/logs.tar.gz" --exclude=logs.tar.gz --exclude=summary.txt . 2>/dev/null
+! grep -q FAIL "$summary"

@@ -1,0 +1,235 @@
+// qkv_post: one block of threads per token. attention: one block per (token,
+// key/value head, split of the sequence), one warp per query head of the
+// group, each lane holding head_dim / 32 elements; an online softmax over the
+// split's positions, then a merge of the splits in a fixed order.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class E> __device__ __forceinline__ E from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Pointer to element 0 of position p's keys (kv = 0) or values (kv = 1) of this sequence.
+template <class E>
+__device__ __forceinline__ E* kv_row(const KvLayer& kv, const int32_t* table, int64_t p, int kvsel) {
+  const int64_t block = table[p / kv.block_size];
+  return static_cast<E*>(kv.base) + (block * 2 + kvsel) * kv.half_elems + (p % kv.block_size) * kv.kv_dim;
+}
+
+constexpr int kPostWarps = 4;
+constexpr int kMaxHeadDim = 256;
+
+template <class E>
+__global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, StepIndex ix, KvLayer kv) {
+  __shared__ float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
+  __shared__ float head[kPostWarps][kMaxHeadDim];
+  const int64_t t = blockIdx.x;
+  const int hd = a.head_dim, half = hd / 2, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int64_t pos = ix.pos[t];
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    const double angle = double(pos) * a.inv_freq[i];
+    cs[i] = float(cos(angle));
+    sn[i] = float(sin(angle));
+  }
+  __syncthreads();
+  const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
+  const int QD = a.n_heads * hd, KVD = a.n_kv_heads * hd;
+  for (int h = w; h < a.n_heads + a.n_kv_heads; h += kPostWarps) {
+    const bool is_q = h < a.n_heads;
+    const int hh = is_q ? h : h - a.n_heads;
+    float* x = is_q ? a.q + t * QD + hh * hd : a.k + t * KVD + hh * hd;
+    const float* bias = is_q ? a.bq : a.bk;
+    const float* norm = is_q ? a.q_norm : a.k_norm;
+    float* buf = head[w];
+    float ss = 0.f;
+    for (int i = lane; i < hd; i += 32) {
+      const float v = x[i] + (bias ? bias[hh * hd + i] : 0.f);
+      buf[i] = v;
+      ss = fmaf(v, v, ss);
+    }
+    if (norm) {
+      const float inv = rsqrtf(warp_sum(ss) / float(hd) + a.eps);
+      for (int i = lane; i < hd; i += 32) buf[i] = buf[i] * inv * norm[i];
+    }
+    __syncwarp();
+    E* krow = is_q ? nullptr : kv_row<E>(kv, table, pos, 0) + hh * hd;
+    for (int i = lane; i < half; i += 32) {
+      const int ia = a.adjacent_pairs ? 2 * i : i, ib = a.adjacent_pairs ? 2 * i + 1 : i + half;
+      const float x0 = buf[ia], x1 = buf[ib];
+      const float r0 = x0 * cs[i] - x1 * sn[i], r1 = x1 * cs[i] + x0 * sn[i];
+      x[ia] = r0;
+      x[ib] = r1;
+      if (krow) {
+        krow[ia] = from_f<E>(r0);
+        krow[ib] = from_f<E>(r1);
+      }
+    }
+    __syncwarp();
+  }
+  E* vrow = kv_row<E>(kv, table, pos, 1);
+  for (int i = threadIdx.x; i < KVD; i += blockDim.x) vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
+}
+
+// Position p's row of keys (kv = 0) or values (kv = 1): block table lookup in 32-bit arithmetic.
+template <class E>
+__device__ __forceinline__ const E* kv_at(const KvLayer& kv, const int32_t* table, int p, int kvsel) {
+  const int block = table[p / kv.block_size];
+  return static_cast<const E*>(kv.base) + (int64_t(block) * 2 + kvsel) * kv.half_elems +
+         int64_t(p % kv.block_size) * kv.kv_dim;
+}
+
+// NE: elements of the head each lane holds (head_dim <= 32 * NE). Blocks of
+// the grid: (token of this chunk, key/value head, split); token t0 + x.
+template <class E, int NE>
+__global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
+  constexpr int G = NE <= 4 ? 8 : 4;  // positions whose keys and values are loaded together
+  const int64_t t = t0 + blockIdx.x;
+  const int g = blockIdx.y, z = blockIdx.z;
+  const int group = a.n_heads / a.n_kv_heads;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int h = g * group + w;
+  const int hd = a.head_dim;
+  const int last = ix.pos[t];
+  const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
+  const int lo = max(first, z * a.split), hi = min(last, (z + 1) * a.split - 1);
+  const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
+
+  float q[NE], acc[NE];
+  const float* qr = a.q + (t * a.n_heads + h) * hd;
+#pragma unroll
+  for (int i = 0; i < NE; ++i) {
+    const int d = lane + 32 * i;
+    q[i] = d < hd ? qr[d] : 0.f;
+    acc[i] = 0.f;
+  }
+  float m = -INFINITY, l = 0.f;
+  const int off = g * hd;
+  for (int p0 = lo; p0 <= hi; p0 += G) {
+    // G positions at a time: all their loads in flight together, their
+    // reductions overlapped; the softmax updates stay in position order.
+    float s[G], v[G][NE];
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      s[j] = 0.f;
+      const bool live = p0 + j <= hi;
+      const E* kr = kv_at<E>(kv, table, live ? p0 + j : lo, 0) + off;
+      const E* vr = kv_at<E>(kv, table, live ? p0 + j : lo, 1) + off;
+#pragma unroll
+      for (int i = 0; i < NE; ++i) {
+        const int d = lane + 32 * i;
+        const bool in = d < hd;
+        s[j] = fmaf(q[i], in ? to_f(kr[d]) : 0.f, s[j]);
+        v[j][i] = in ? to_f(vr[d]) : 0.f;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int j = 0; j < G; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      if (p0 + j > hi) break;
+      float sc = s[j] * a.scale;
+      if (a.softcap > 0.f) sc = a.softcap * tanhf(sc / a.softcap);
+      const float m_new = fmaxf(m, sc);
+      const float corr = expf(m - m_new), e = expf(sc - m_new);
+      l = l * corr + e;
+#pragma unroll
+      for (int i = 0; i < NE; ++i) acc[i] = acc[i] * corr + e * v[j][i];
+      m = m_new;
+    }
+  }
+  float* part = a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2);
+#pragma unroll
+  for (int i = 0; i < NE; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hd) part[d] = acc[i];
+  }
+  if (lane == 0) {
+    part[hd] = m;
+    part[hd + 1] = l;
+  }
+}
+
+// One warp per (token, head): the splits' partial softmaxes combined in split order.
+__global__ void merge_kernel(AttnArgs a, int64_t t0) {
+  const int64_t t = t0 + blockIdx.x;
+  const int h = blockIdx.y, hd = a.head_dim;
+  const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) * (hd + 2);
+  float mx = -INFINITY;
+  for (int z = 0; z < a.n_splits; ++z) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
+  float den = 0.f;
+  for (int z = 0; z < a.n_splits; ++z) {
+    const float* pz = part + z * (hd + 2);
+    if (pz[hd + 1] > 0.f) den += pz[hd + 1] * expf(pz[hd] - mx);
+  }
+  float* o = a.out + (t * a.n_heads + h) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float num = 0.f;
+    for (int z = 0; z < a.n_splits; ++z) {
+      const float* pz = part + z * (hd + 2);
+      if (pz[hd + 1] > 0.f) num += pz[d] * expf(pz[hd] - mx);
+    }
+    o[d] = num / den;
+  }
+}
+
+template <class F>
+void with_kv_type(KvType t, F&& f) {
+  switch (t) {
+    case KvType::F32: f.template operator()<float>(); return;
+    case KvType::F16: f.template operator()<__half>(); return;
+    case KvType::BF16: f.template operator()<__nv_bfloat16>(); return;
+  }
+  throw Error("CUDA backend: unknown KV element type");
+}
+
+}  // namespace
+
+void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
+  if (a.head_dim > kMaxHeadDim || a.head_dim % 2) throw Error("CUDA backend: head_dim must be even and at most 256");
+  with_kv_type(kv.type, [&]<class E>() { qkv_post_kernel<E><<<unsigned(n_tok), kPostWarps * 32, 0, s>>>(a, ix, kv); });
+  EMBER_CUDA_LAUNCHED("qkv_post");
+}
+
+void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
+  const int group = a.n_heads / a.n_kv_heads;
+  if (group * 32 > 1024) throw Error("CUDA backend: more than 32 query heads share one key/value head");
+  // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
+    const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
+    const dim3 grid(nt, unsigned(a.n_kv_heads), unsigned(a.n_splits));
+    with_kv_type(kv.type, [&]<class E>() {
+      if (a.head_dim <= 32) attention_kernel<E, 1><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
+      else if (a.head_dim <= 64) attention_kernel<E, 2><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
+      else if (a.head_dim <= 128) attention_kernel<E, 4><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
+      else attention_kernel<E, 8><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
+    });
+    EMBER_CUDA_LAUNCHED("attention");
+    merge_kernel<<<dim3(nt, unsigned(a.n_heads)), 32, 0, s>>>(a, t0);
+    EMBER_CUDA_LAUNCHED("attention merge");
+  }
+}
+
+}  // namespace ember::cuda

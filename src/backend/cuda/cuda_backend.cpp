@@ -1,0 +1,406 @@
+// The CUDA forward pass. Reads top to bottom like the CPU's (backend/cpu/forward.cpp):
+// embed -> for each layer: attention block, FFN block (dense or experts) -> norm -> output head.
+// Every kernel is queued on one stream; the host waits once per step, for the
+// logit rows, sleeping rather than spinning (cudaDeviceScheduleBlockingSync).
+// Decode-sized steps replay a captured CUDA Graph (one per shape), so their
+// hundreds of small kernels cost one launch.
+#include "backend/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_weights.h"
+#include "backend/cuda/elementwise.h"
+#include "backend/cuda/gemv.h"
+#include "backend/cuda/moe.h"
+#include "backend/cuda/step_profile.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace ember {
+
+namespace {
+
+using namespace cuda;
+
+// Positions one attention split covers: fixed for a backend (results never
+// depend on the batch), small so a single decoding sequence still spreads
+// over many blocks of threads, and at most 256 splits for a full context.
+int attention_split(int max_context) {
+  const int s = std::max(32, (max_context + 255) / 256);
+  return (s + 7) / 8 * 8;
+}
+
+// Float scratch of one step, sized for the limits (see scratch_floats).
+struct ScratchSizes {
+  size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out;
+  int max_splits, max_table;
+  size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + 2 * moe_items; }
+  size_t ints(int max_tokens) const { return size_t(4 * max_tokens) + size_t(max_tokens) + size_t(max_table) + moe_items; }
+};
+
+ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
+  ScratchSizes s{};
+  const size_t T = size_t(lim.max_tokens);
+  s.x = T * size_t(d.hidden);
+  s.q = T * size_t(d.q_dim());
+  s.kv = T * size_t(d.kv_dim());
+  s.ffn = T * size_t(std::max(d.ffn, 1));
+  s.logits = size_t(lim.max_logit_rows) * size_t(d.vocab);
+  s.max_splits = (lim.max_context + attention_split(lim.max_context) - 1) / attention_split(lim.max_context);
+  s.partial = size_t(std::min<int64_t>(lim.max_tokens, kAttentionTokens)) * size_t(d.n_heads) * size_t(s.max_splits) *
+              size_t(d.head_dim + 2);
+  // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
+  s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
+  if (d.n_experts > 0) {
+    s.router = T * size_t(d.n_experts);
+    s.moe_items = T * size_t(d.n_experts_used);
+    s.moe_ffn = s.moe_items * size_t(d.expert_ffn);
+    s.moe_out = s.moe_items * size_t(d.hidden);
+  }
+  return s;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Model& model, const StepLimits& limits, const KvConfig& kv);
+  ~CudaBackend() override;
+
+  const char* name() const override { return "cuda"; }
+  const Model& model() const override { return model_; }
+  const StepLimits& limits() const override { return lim_; }
+  const KvConfig& kv_config() const override { return kv_; }
+  const float* forward(const StepBatch& batch) override;
+  void copy_kv_block(int src, int dst, int n_positions) override;
+  void read_kv_block(int block, void* host) override;
+  void write_kv_block(int block, const void* host) override;
+
+ private:
+  KvLayer kv_layer(int l) const;
+  size_t kv_half_bytes() const { return size_t(kv_.block_size) * size_t(model_.desc().kv_dim()) * kv_type_bytes(kv_.type); }
+  uint8_t* kv_half(int layer, int block, int kvsel) const {
+    return kv_store_.get<uint8_t>() + ((size_t(layer) * size_t(kv_.n_blocks) + size_t(block)) * 2 + size_t(kvsel)) * kv_half_bytes();
+  }
+  // Host half of a step: the batch's metadata into pinned memory and one copy to the device.
+  void upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n_rows, int& n_splits);
+  // Device half: every kernel of the step, queued on the stream (or captured into a graph).
+  void enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits);
+  void run_step(int64_t n_tok, int64_t n_rows, int n_splits);
+  void attention_block(int l, int64_t n_tok, int n_splits);
+  void transfer_kv_block(int block, void* host, bool to_host);
+  void dense_ffn(int l, int64_t n_tok);
+  void moe_ffn(int l, int64_t n_tok);
+
+  const Model& model_;
+  StepLimits lim_;
+  KvConfig kv_;
+  cudaStream_t stream_ = nullptr;
+  DeviceWeights w_;
+  DeviceBuffer kv_store_;
+  ScratchSizes sz_;
+  DeviceBuffer scratch_, ints_;
+  PinnedBuffer host_ints_, host_logits_;
+  int split_;
+  StepProfile prof_;
+  // Captured steps by shape (tokens, logit rows, attention splits).
+  std::map<std::tuple<int64_t, int64_t, int>, cudaGraphExec_t> graphs_;
+  // Views into the scratch.
+  float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
+      *moe_up_, *moe_out_;
+  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *tables_, *moe_ids_;
+  StepIndex ix_;
+};
+
+CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvConfig& kv)
+    : model_(model), lim_(limits), kv_(kv), split_(attention_split(limits.max_context)) {
+  const ModelDesc& d = model.desc();
+  if (lim_.max_tokens <= 0 || lim_.max_logit_rows <= 0 || lim_.max_context <= 0)
+    throw Error("CUDA backend: token, logit-row and context limits must be positive");
+  if (kv_.n_blocks <= 0 || kv_.block_size <= 0) throw Error("CUDA backend: the KV pool needs at least one block");
+  if (d.head_dim % 2 || d.head_dim > 256) throw Error("CUDA backend: head_dim must be even and at most 256");
+  EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  w_ = upload_weights(model, stream_);
+
+  kv_store_ = DeviceBuffer(size_t(kv_.n_blocks) * kv_block_bytes(d, kv_.block_size, kv_.type));
+  EMBER_CUDA_CHECK(cudaMemsetAsync(kv_store_.get(), 0, kv_store_.bytes(), stream_));
+
+  sz_ = scratch_sizes(d, lim_, kv_.block_size);
+  scratch_ = DeviceBuffer(sz_.floats() * sizeof(float));
+  float* f = scratch_.get<float>();
+  auto take = [&](size_t n) { float* p = f; f += n; return p; };
+  x_ = take(sz_.x); xn_ = take(sz_.x); proj_ = take(sz_.x);
+  q_ = take(sz_.q); attn_ = take(sz_.q);
+  k_ = take(sz_.kv); v_ = take(sz_.kv);
+  gate_ = take(sz_.ffn); up_ = take(sz_.ffn);
+  logits_ = take(sz_.logits); partial_ = take(sz_.partial); router_ = take(sz_.router);
+  moe_w_ = take(sz_.moe_items); moe_gate_ = take(sz_.moe_ffn); moe_up_ = take(sz_.moe_ffn); moe_out_ = take(sz_.moe_out);
+
+  // Step metadata: the host writes it into pinned memory, one copy sends it.
+  const size_t T = size_t(lim_.max_tokens);
+  const size_t meta_ints = 4 * T + T + size_t(sz_.max_table);  // tokens, pos, seq, rows, table offsets; tables
+  host_ints_ = PinnedBuffer(meta_ints * sizeof(int32_t));
+  ints_ = DeviceBuffer((meta_ints + sz_.moe_items) * sizeof(int32_t));
+  int32_t* ip = ints_.get<int32_t>();
+  tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T; tables_ = ip + 5 * T;
+  moe_ids_ = ip + meta_ints;
+  ix_ = {pos_, seq_, table_off_, tables_};
+  host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+CudaBackend::~CudaBackend() {
+  for (auto& [key, g] : graphs_) cudaGraphExecDestroy(g);
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+KvLayer CudaBackend::kv_layer(int l) const {
+  KvLayer k;
+  k.base = kv_half(l, 0, 0);
+  k.type = kv_.type;
+  k.block_size = kv_.block_size;
+  k.kv_dim = model_.desc().kv_dim();
+  k.half_elems = int64_t(kv_.block_size) * k.kv_dim;
+  return k;
+}
+
+// Steps of at most this many tokens replay graphs; longer ones (prefill) are
+// long enough that launching their kernels one by one costs little.
+constexpr int64_t kGraphMaxTokens = 64;
+constexpr size_t kMaxGraphs = 256;
+
+const float* CudaBackend::forward(const StepBatch& batch) {
+  const ModelDesc& d = model_.desc();
+  check_step_batch(batch, lim_, kv_, d.vocab);
+  int64_t n_tok = 0, n_rows = 0;
+  int n_splits = 0;
+  upload_step(batch, n_tok, n_rows, n_splits);
+  run_step(n_tok, n_rows, n_splits);
+  float* out = host_logits_.get<float>();
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(out, logits_, size_t(n_rows) * size_t(d.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  prof_.end_step(stream_);
+  return out;
+}
+
+void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n_rows, int& n_splits) {
+  const size_t T = size_t(lim_.max_tokens);
+  int32_t* h = host_ints_.get<int32_t>();
+  int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T, *h_tab = h + 5 * T;
+  int64_t t = 0, r = 0, tab = 0, max_end = 0;
+  for (size_t si = 0; si < batch.seqs.size(); ++si) {
+    const SeqStep& s = batch.seqs[si];
+    const int used = int((s.pos + s.n_tokens + kv_.block_size - 1) / kv_.block_size);  // blocks the step touches
+    if (tab + used > sz_.max_table) throw Error("CUDA backend: the step's block tables exceed the backend's limit");
+    h_off[si] = int32_t(tab);
+    std::memcpy(h_tab + tab, s.blocks, size_t(used) * sizeof(int32_t));
+    tab += used;
+    max_end = std::max<int64_t>(max_end, s.pos + s.n_tokens);
+    for (int i = 0; i < s.n_tokens; ++i, ++t) {
+      h_tok[t] = s.tokens[i];
+      h_pos[t] = int32_t(s.pos + i);
+      h_seq[t] = int32_t(si);
+      if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1)) h_rows[r++] = int32_t(t);
+    }
+  }
+  prof_.mark("upload", stream_);
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (5 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  n_tok = t;
+  n_rows = r;
+  n_splits = int((max_end + split_ - 1) / split_);
+}
+
+void CudaBackend::run_step(int64_t n_tok, int64_t n_rows, int n_splits) {
+  if (prof_.enabled() || n_tok > kGraphMaxTokens) {
+    enqueue_step(n_tok, n_rows, n_splits);
+    return;
+  }
+  const auto key = std::make_tuple(n_tok, n_rows, n_splits);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    if (graphs_.size() >= kMaxGraphs) {
+      for (auto& [k, g] : graphs_) cudaGraphExecDestroy(g);
+      graphs_.clear();
+    }
+    cudaGraph_t graph = nullptr;
+    EMBER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_step(n_tok, n_rows, n_splits);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    EMBER_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    EMBER_CUDA_CHECK(e);
+    it = graphs_.emplace(key, exec).first;
+  }
+  EMBER_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+}
+
+void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
+  const ModelDesc& d = model_.desc();
+  prof_.mark("embed", stream_);
+  gather_rows(w_.token_embd, w_.iq, tokens_, n_tok, d.embed_scale, x_, stream_);
+  for (int l = 0; l < d.n_layers; ++l) {
+    attention_block(l, n_tok, n_splits);
+    if (d.layers[size_t(l)].moe) moe_ffn(l, n_tok);
+    else dense_ffn(l, n_tok);
+  }
+  prof_.mark("norm", stream_);
+  rmsnorm_rows(x_, rows_, n_rows, w_.output_norm, d.norm_eps, d.hidden, xn_, stream_);
+  prof_.mark("output head", stream_);
+  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_);
+  if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
+  prof_.mark("logits to host", stream_);
+}
+
+void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
+  const ModelDesc& d = model_.desc();
+  const DeviceLayer& L = w_.layers[size_t(l)];
+  const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim();
+  prof_.mark("norm", stream_);
+  rmsnorm_rows(x_, nullptr, n_tok, L.attn_norm, d.norm_eps, H, xn_, stream_);
+  prof_.mark("qkv", stream_);
+  gemv(L.wq, w_.iq, xn_, H, n_tok, q_, QD, stream_);
+  gemv(L.wk, w_.iq, xn_, H, n_tok, k_, KVD, stream_);
+  gemv(L.wv, w_.iq, xn_, H, n_tok, v_, KVD, stream_);
+
+  const KvLayer kv = kv_layer(l);
+  QkvArgs qa;
+  qa.q = q_; qa.k = k_; qa.v = v_;
+  qa.bq = L.bq; qa.bk = L.bk; qa.bv = L.bv;
+  qa.q_norm = d.qk_norm ? L.q_norm : nullptr;
+  qa.k_norm = d.qk_norm ? L.k_norm : nullptr;
+  qa.eps = d.norm_eps;
+  qa.inv_freq = L.inv_freq;
+  qa.adjacent_pairs = d.rope_pairing == RopePairing::Adjacent;
+  qa.n_heads = d.n_heads; qa.n_kv_heads = d.n_kv_heads; qa.head_dim = d.head_dim;
+  prof_.mark("rope + kv store", stream_);
+  qkv_post(qa, ix_, kv, n_tok, stream_);
+
+  AttnArgs aa;
+  aa.q = q_; aa.out = attn_; aa.partial = partial_;
+  aa.n_heads = d.n_heads; aa.n_kv_heads = d.n_kv_heads; aa.head_dim = d.head_dim;
+  aa.scale = d.attention_scale(); aa.softcap = d.attn_softcap;
+  aa.sliding_window = d.layers[size_t(l)].sliding_window;
+  aa.split = split_; aa.n_splits = n_splits;
+  prof_.mark("attention", stream_);
+  attention(aa, ix_, kv, n_tok, stream_);
+
+  prof_.mark("wo", stream_);
+  gemv(L.wo, w_.iq, attn_, QD, n_tok, proj_, H, stream_);
+  prof_.mark("residual", stream_);
+  add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
+}
+
+void CudaBackend::dense_ffn(int l, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const DeviceLayer& L = w_.layers[size_t(l)];
+  const int64_t H = d.hidden, F = d.ffn;
+  prof_.mark("norm", stream_);
+  rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
+  prof_.mark("gate + up", stream_);
+  gemv(L.ffn_gate, w_.iq, xn_, H, n_tok, gate_, F, stream_);
+  gemv(L.ffn_up, w_.iq, xn_, H, n_tok, up_, F, stream_);
+  prof_.mark("activation", stream_);
+  gated_activation(d.activation, gate_, up_, gate_, n_tok * F, stream_);
+  prof_.mark("down", stream_);
+  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, proj_, H, stream_);
+  prof_.mark("residual", stream_);
+  add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
+}
+
+void CudaBackend::moe_ffn(int l, int64_t n_tok) {
+  const ModelDesc& d = model_.desc();
+  const DeviceLayer& L = w_.layers[size_t(l)];
+  const int64_t H = d.hidden, E = d.n_experts, K = d.n_experts_used, EF = d.expert_ffn;
+  prof_.mark("norm", stream_);
+  rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
+  prof_.mark("router", stream_);
+  gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_);
+  route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
+  prof_.mark("experts", stream_);
+  // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.
+  gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_gate_, EF, stream_);
+  gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_up_, EF, stream_);
+  gated_activation(d.activation, moe_gate_, moe_up_, moe_gate_, n_tok * K * EF, stream_);
+  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_);
+  combine_experts(moe_out_, moe_w_, int(K), n_tok, H, proj_, stream_);
+  prof_.mark("residual", stream_);
+  add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
+}
+
+void CudaBackend::copy_kv_block(int src, int dst, int n_positions) {
+  if (src < 0 || dst < 0 || src >= kv_.n_blocks || dst >= kv_.n_blocks || n_positions < 0 || n_positions > kv_.block_size)
+    throw Error("CUDA backend: KV block copy out of range");
+  const size_t n = size_t(n_positions) * size_t(model_.desc().kv_dim()) * kv_type_bytes(kv_.type);
+  for (int l = 0; l < model_.desc().n_layers; ++l)
+    for (int s = 0; s < 2; ++s)
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(kv_half(l, dst, s), kv_half(l, src, s), n, cudaMemcpyDeviceToDevice, stream_));
+}
+
+// One block's keys and values of every layer between device and host, [layer][keys, values].
+void CudaBackend::transfer_kv_block(int block, void* host, bool to_host) {
+  if (block < 0 || block >= kv_.n_blocks) throw Error("CUDA backend: KV block out of range");
+  const size_t n = 2 * kv_half_bytes();
+  for (int l = 0; l < model_.desc().n_layers; ++l) {
+    uint8_t* h = static_cast<uint8_t*>(host) + size_t(l) * n;
+    uint8_t* d = kv_half(l, block, 0);
+    EMBER_CUDA_CHECK(to_host ? cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, stream_)
+                             : cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, stream_));
+  }
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::read_kv_block(int block, void* host) { transfer_kv_block(block, host, true); }
+void CudaBackend::write_kv_block(int block, const void* host) { transfer_kv_block(block, const_cast<void*>(host), false); }
+
+// Waiting threads sleep instead of spinning; set before the first call creates the context.
+void init_device() {
+  static const bool once = [] {
+    int n = 0;
+    EMBER_CUDA_CHECK(cudaGetDeviceCount(&n));
+    if (n == 0) throw Error("no CUDA device is present");
+    EMBER_CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace
+
+bool cuda_device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+uint64_t cuda_kv_budget(const Model& model, const StepLimits& limits) {
+  init_device();
+  size_t free_b = 0, total_b = 0;
+  EMBER_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const ScratchSizes s = scratch_sizes(model.desc(), limits, 16);
+  const uint64_t need = device_weight_bytes(model) + (s.floats() + s.ints(limits.max_tokens)) * 4 + (uint64_t(1) << 30);
+  // Keep a tenth of the card free for the runtime and other programs.
+  const uint64_t usable = uint64_t(double(free_b) * 0.9);
+  return usable > need ? usable - need : 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, const StepLimits& limits, const KvConfig& kv) {
+  init_device();
+  return std::make_unique<CudaBackend>(model, limits, kv);
+}
+
+}  // namespace ember

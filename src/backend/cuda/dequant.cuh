@@ -1,0 +1,314 @@
+// Decoding of weight blocks on the GPU: 32 consecutive elements (one "chunk")
+// of a row at a time, for every format ember reads. Each function mirrors the
+// CPU reference in quant/dequantize.cpp over the same block structs
+// (quant/blocks.h), so the two can be read side by side.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/device_matrix.h"
+#include "quant/blocks.h"
+#include "quant/iq_tables.h"
+
+namespace ember::cuda {
+
+using namespace ember::quant;
+
+__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float(uint32_t(h) << 16); }
+// Blocks are only 2-byte aligned: 32-bit fields are read as two halves.
+__device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
+}
+__device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
+
+// Elements [32c, 32c + 32) of a row in format T into y.
+template <GgmlType T>
+__device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, const IqTables& tab, float* y) {
+  if constexpr (T == GgmlType::F32) {
+    const float4* p = reinterpret_cast<const float4*>(row) + 8 * c;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float4 v = p[j];
+      y[4 * j] = v.x; y[4 * j + 1] = v.y; y[4 * j + 2] = v.z; y[4 * j + 3] = v.w;
+    }
+  } else if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
+    const uint4* p = reinterpret_cast<const uint4*>(row) + 4 * c;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint4 v = p[j];
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint16_t lo = uint16_t(w[i]), hi = uint16_t(w[i] >> 16);
+        y[8 * j + 2 * i] = T == GgmlType::F16 ? h2f(lo) : bf2f(lo);
+        y[8 * j + 2 * i + 1] = T == GgmlType::F16 ? h2f(hi) : bf2f(hi);
+      }
+    }
+  } else if constexpr (T == GgmlType::Q4_0) {
+    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[c];
+    const float d = h2f(b.d);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * float((b.qs[j] & 0xF) - 8);
+      y[j + 16] = d * float((b.qs[j] >> 4) - 8);
+    }
+  } else if constexpr (T == GgmlType::Q4_1) {
+    const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(row)[c];
+    const float d = h2f(b.d), m = h2f(b.m);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * float(b.qs[j] & 0xF) + m;
+      y[j + 16] = d * float(b.qs[j] >> 4) + m;
+    }
+  } else if constexpr (T == GgmlType::Q5_0) {
+    const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(row)[c];
+    const float d = h2f(b.d);
+    const uint32_t qh = ld_u32(b.qh);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int h0 = ((qh >> j) & 1) << 4, h1 = ((qh >> (j + 16)) & 1) << 4;
+      y[j] = d * float(((b.qs[j] & 0xF) | h0) - 16);
+      y[j + 16] = d * float(((b.qs[j] >> 4) | h1) - 16);
+    }
+  } else if constexpr (T == GgmlType::Q5_1) {
+    const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(row)[c];
+    const float d = h2f(b.d), m = h2f(b.m);
+    const uint32_t qh = ld_u32(b.qh);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int h0 = ((qh >> j) & 1) << 4, h1 = ((qh >> (j + 16)) & 1) << 4;
+      y[j] = d * float((b.qs[j] & 0xF) | h0) + m;
+      y[j + 16] = d * float((b.qs[j] >> 4) | h1) + m;
+    }
+  } else if constexpr (T == GgmlType::Q8_0 || T == GgmlType::Q8_1) {
+    // Blocks are 2-byte aligned: the codes arrive as 16 two-byte loads.
+    using B = std::conditional_t<T == GgmlType::Q8_0, BlockQ8_0, BlockQ8_1>;
+    const B& b = reinterpret_cast<const B*>(row)[c];
+    const float d = h2f(b.d);
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(b.qs);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const uint16_t v = q[j];
+      y[2 * j] = d * float(int8_t(v & 0xFF));
+      y[2 * j + 1] = d * float(int8_t(v >> 8));
+    }
+  } else if constexpr (T == GgmlType::IQ4_NL) {
+    const BlockIQ4_NL& b = reinterpret_cast<const BlockIQ4_NL*>(row)[c];
+    const float d = h2f(b.d);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * float(tab.iq4nl[b.qs[j] & 0xF]);
+      y[j + 16] = d * float(tab.iq4nl[b.qs[j] >> 4]);
+    }
+  } else {
+    // The 256-element super-block formats: chunk c is sub-block ib of block c / 8.
+    const int ib = int(c & 7);
+    if constexpr (T == GgmlType::Q2_K) {
+      const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(row)[c >> 3];
+      const float d = h2f(b.d), dmin = h2f(b.dmin);
+      const int half = ib / 4, shift = 2 * (ib % 4);
+#pragma unroll
+      for (int l = 0; l < 32; ++l) {
+        const int g = 2 * ib + l / 16;
+        const int q = (b.qs[32 * half + l] >> shift) & 3;
+        y[l] = d * float(b.scales[g] & 0xF) * float(q) - dmin * float(b.scales[g] >> 4);
+      }
+    } else if constexpr (T == GgmlType::Q3_K) {
+      const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(row)[c >> 3];
+      const float d = h2f(b.d);
+      const int half = ib / 4, shift = 2 * (ib % 4);
+      const float s0 = d * float(q3k_scale(2 * ib, b.scales)), s1 = d * float(q3k_scale(2 * ib + 1, b.scales));
+#pragma unroll
+      for (int l = 0; l < 32; ++l) {
+        const int q = (b.qs[32 * half + l] >> shift) & 3;
+        const int hbit = (b.hmask[l] >> (4 * half + ib % 4)) & 1;
+        y[l] = (l < 16 ? s0 : s1) * float(q - (hbit ? 0 : 4));
+      }
+    } else if constexpr (T == GgmlType::Q4_K) {
+      // 144-byte blocks stay 16-byte aligned: the header (d, dmin, 12 scale
+      // bytes) and this chunk's 32 code bytes arrive in three 16-byte loads.
+      const uint8_t* blk = row + size_t(c >> 3) * sizeof(BlockQ4_K);
+      const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+      const uint4* qv = reinterpret_cast<const uint4*>(blk + 16 + 32 * (ib / 2));
+      const uint4 q0 = qv[0], q1 = qv[1];
+      // Scale byte i (0..11) of the header's words y, z, w.
+      auto sbyte = [&](int i) -> uint32_t {
+        const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
+        return (word >> (8 * (i & 3))) & 0xFF;
+      };
+      uint32_t sc, m;
+      if (ib < 4) {
+        sc = sbyte(ib) & 63;
+        m = sbyte(ib + 4) & 63;
+      } else {
+        sc = (sbyte(ib + 4) & 0xF) | ((sbyte(ib - 4) >> 6) << 4);
+        m = (sbyte(ib + 4) >> 4) | ((sbyte(ib) >> 6) << 4);
+      }
+      const float ds = h2f(uint16_t(hdr.x)) * float(sc), dm = h2f(uint16_t(hdr.x >> 16)) * float(m);
+      const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+      const int shift = (ib & 1) * 4;
+#pragma unroll
+      for (int l = 0; l < 32; ++l) y[l] = ds * float((words[l / 4] >> (8 * (l % 4) + shift)) & 0xF) - dm;
+    } else if constexpr (T == GgmlType::Q5_K) {
+      const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(row)[c >> 3];
+      uint8_t sc, m;
+      k4_scale_min(ib, b.scales, sc, m);
+      const float ds = h2f(b.d) * float(sc), dm = h2f(b.dmin) * float(m);
+      const uint8_t* q = b.qs + 32 * (ib / 2);
+#pragma unroll
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((ib & 1) ? (q[l] >> 4) : (q[l] & 0xF)) | (((b.qh[l] >> ib) & 1) << 4);
+        y[l] = ds * float(v) - dm;
+      }
+    } else if constexpr (T == GgmlType::Q6_K) {
+      const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(row)[c >> 3];
+      const float d = h2f(b.d);
+      const int h = ib / 4, k = ib % 4;
+      const float s0 = d * float(b.scales[2 * ib]), s1 = d * float(b.scales[2 * ib + 1]);
+#pragma unroll
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t lo = b.ql[64 * h + l + 32 * (k & 1)];
+        const int low4 = k >= 2 ? (lo >> 4) : (lo & 0xF);
+        const int hi2 = (b.qh[32 * h + l] >> (2 * k)) & 3;
+        y[l] = (l < 16 ? s0 : s1) * float((low4 | (hi2 << 4)) - 32);
+      }
+    } else if constexpr (T == GgmlType::Q8_K) {
+      const BlockQ8_K& b = reinterpret_cast<const BlockQ8_K*>(row)[c >> 3];
+#pragma unroll
+      for (int l = 0; l < 32; ++l) y[l] = b.d * float(b.qs[32 * ib + l]);
+    } else if constexpr (T == GgmlType::IQ2_XXS) {
+      const BlockIQ2_XXS& b = reinterpret_cast<const BlockIQ2_XXS*>(row)[c >> 3];
+      const uint8_t* qs = reinterpret_cast<const uint8_t*>(b.qs);
+      const uint32_t idx = ld_u32(qs + 8 * ib), sgn = ld_u32(qs + 8 * ib + 4);
+      const float db = h2f(b.d) * (0.5f + float(sgn >> 28)) * 0.25f;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const uint64_t g = tab.iq2xxs[(idx >> (8 * l)) & 0xFF];
+        const uint32_t s = tab.ksigns[(sgn >> (7 * l)) & 127];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * float(uint8_t(g >> (8 * j))) * sign_of(s, j);
+      }
+    } else if constexpr (T == GgmlType::IQ2_XS) {
+      const BlockIQ2_XS& b = reinterpret_cast<const BlockIQ2_XS*>(row)[c >> 3];
+      const float d = h2f(b.d);
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const int sc = (b.scales[ib] >> (4 * (l / 2))) & 0xF;
+        const float db = d * (0.5f + float(sc)) * 0.25f;
+        const uint16_t q = b.qs[4 * ib + l];
+        const uint64_t g = tab.iq2xs[q & 511];
+        const uint32_t s = tab.ksigns[q >> 9];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * float(uint8_t(g >> (8 * j))) * sign_of(s, j);
+      }
+    } else if constexpr (T == GgmlType::IQ2_S) {
+      const BlockIQ2_S& b = reinterpret_cast<const BlockIQ2_S*>(row)[c >> 3];
+      const float d = h2f(b.d);
+      const uint8_t* signs = b.qs + 32;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const int sc = (b.scales[ib] >> (4 * (l / 2))) & 0xF;
+        const float db = d * (0.5f + float(sc)) * 0.25f;
+        const int index = b.qs[4 * ib + l] | (((b.qh[ib] >> (2 * l)) & 3) << 8);
+        const uint64_t g = tab.iq2s[index];
+        const uint32_t s = signs[4 * ib + l];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = db * float(uint8_t(g >> (8 * j))) * sign_of(s, j);
+      }
+    } else if constexpr (T == GgmlType::IQ3_XXS) {
+      const BlockIQ3_XXS& b = reinterpret_cast<const BlockIQ3_XXS*>(row)[c >> 3];
+      const uint32_t aux = ld_u32(b.qs + 64 + 4 * ib);
+      const float db = h2f(b.d) * (0.5f + float(aux >> 28)) * 0.5f;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t s = tab.ksigns[(aux >> (7 * l)) & 127];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const uint32_t g = tab.iq3xxs[b.qs[8 * ib + 2 * l + half]];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) y[8 * l + 4 * half + j] = db * float((g >> (8 * j)) & 0xFF) * sign_of(s, 4 * half + j);
+        }
+      }
+    } else if constexpr (T == GgmlType::IQ3_S) {
+      const BlockIQ3_S& b = reinterpret_cast<const BlockIQ3_S*>(row)[c >> 3];
+      const float db = h2f(b.d) * float(1 + 2 * ((b.scales[ib / 2] >> (4 * (ib % 2))) & 0xF));
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t s = b.signs[4 * ib + l];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int k = 2 * l + half;
+          const int index = b.qs[8 * ib + k] | (((b.qh[ib] >> k) & 1) << 8);
+          const uint32_t g = tab.iq3s[index];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) y[4 * k + j] = db * float((g >> (8 * j)) & 0xFF) * sign_of(s, 4 * half + j);
+        }
+      }
+    } else if constexpr (T == GgmlType::IQ1_S) {
+      const BlockIQ1_S& b = reinterpret_cast<const BlockIQ1_S*>(row)[c >> 3];
+      const uint32_t qh = b.qh[ib];
+      const float dl = h2f(b.d) * float(2 * ((qh >> 12) & 7) + 1);
+      const float delta = (qh & 0x8000) ? -iq::kIQ1Delta : iq::kIQ1Delta;
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const uint64_t g = tab.iq1s[b.qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = dl * (float(int8_t(uint8_t(g >> (8 * j)))) + delta);
+      }
+    } else if constexpr (T == GgmlType::IQ1_M) {
+      const BlockIQ1_M& b = reinterpret_cast<const BlockIQ1_M*>(row)[c >> 3];
+      const uint16_t* sc = reinterpret_cast<const uint16_t*>(b.scales);
+      const uint16_t bits =
+          uint16_t((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
+      const float d = h2f(bits);
+#pragma unroll
+      for (int l = 0; l < 4; ++l) {
+        const int s3 = (sc[ib / 2] >> (6 * (ib % 2) + 3 * (l / 2))) & 7;
+        const float dl = d * float(2 * s3 + 1);
+        const uint8_t qh = b.qh[2 * ib + l / 2];
+        const int shift = (l % 2) ? 4 : 0;
+        const int index = b.qs[4 * ib + l] | (((qh >> shift) & 7) << 8);
+        const float delta = ((qh >> shift) & 8) ? -iq::kIQ1Delta : iq::kIQ1Delta;
+        const uint64_t g = tab.iq1s[index];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) y[8 * l + j] = dl * (float(int8_t(uint8_t(g >> (8 * j)))) + delta);
+      }
+    } else if constexpr (T == GgmlType::IQ4_XS) {
+      const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(row)[c >> 3];
+      const float dl = h2f(b.d) * float(iq4xs_scale(b, ib));
+      const uint8_t* q = b.qs + 16 * ib;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        y[j] = dl * float(tab.iq4nl[q[j] & 0xF]);
+        y[j + 16] = dl * float(tab.iq4nl[q[j] >> 4]);
+      }
+    } else {
+      static_assert(T == GgmlType::F32, "dequant_chunk: format without a GPU decoder");
+    }
+  }
+}
+
+// Calls f.template operator()<T>() with the format as a compile-time value;
+// returns false for a format the GPU cannot decode.
+template <class F>
+bool dispatch_format(GgmlType t, F&& f) {
+  switch (t) {
+#define EMBER_FORMAT_CASE(X) \
+  case GgmlType::X: f.template operator()<GgmlType::X>(); return true;
+    EMBER_FORMAT_CASE(F32) EMBER_FORMAT_CASE(F16) EMBER_FORMAT_CASE(BF16)
+    EMBER_FORMAT_CASE(Q4_0) EMBER_FORMAT_CASE(Q4_1) EMBER_FORMAT_CASE(Q5_0) EMBER_FORMAT_CASE(Q5_1)
+    EMBER_FORMAT_CASE(Q8_0) EMBER_FORMAT_CASE(Q8_1) EMBER_FORMAT_CASE(Q2_K) EMBER_FORMAT_CASE(Q3_K)
+    EMBER_FORMAT_CASE(Q4_K) EMBER_FORMAT_CASE(Q5_K) EMBER_FORMAT_CASE(Q6_K) EMBER_FORMAT_CASE(Q8_K)
+    EMBER_FORMAT_CASE(IQ2_XXS) EMBER_FORMAT_CASE(IQ2_XS) EMBER_FORMAT_CASE(IQ2_S) EMBER_FORMAT_CASE(IQ3_XXS)
+    EMBER_FORMAT_CASE(IQ3_S) EMBER_FORMAT_CASE(IQ1_S) EMBER_FORMAT_CASE(IQ1_M) EMBER_FORMAT_CASE(IQ4_NL)
+    EMBER_FORMAT_CASE(IQ4_XS)
+#undef EMBER_FORMAT_CASE
+    default: return false;
+  }
+}
+
+}  // namespace ember::cuda

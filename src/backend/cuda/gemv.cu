@@ -1,0 +1,191 @@
+// Quantised matrix-vector products: one warp per few output rows, its 32
+// lanes walking the rows 32 elements (one chunk) at a time, each chunk decoded
+// in registers and multiplied with up to kMaxTile activation rows.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/gemv.h"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;     // rows per block of threads
+constexpr int kMaxTile = 8;   // activation rows one pass multiplies
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// R rows of W (row0, row0 + 1, ...; rows past the matrix repeat its last row,
+// computed and never written) against NT activation rows; acc[r][t] ends in
+// lane 0. Each lane decodes the same chunks of R rows, so one load of an
+// activation chunk serves R rows: the activations, not the weights, are most
+// of what a warp reads through L1. Every row's sums run in the same order
+// whatever R and NT are.
+template <GgmlType T, int NT, int R>
+__device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_t row0, int64_t rows, int64_t n_chunks,
+                                         const IqTables& tab, const float* const* x, float (&acc)[R][NT]) {
+  const int lane = threadIdx.x & 31;
+  const uint8_t* row[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) row[r] = W + size_t(min(row0 + r, rows - 1)) * stride;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  for (int64_t c = lane; c < n_chunks; c += 32) {
+    float w[R][32];
+#pragma unroll
+    for (int r = 0; r < R; ++r) dequant_chunk<T>(row[r], c, tab, w[r]);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float4* xv = reinterpret_cast<const float4*>(x[t] + 32 * c);
+      float a[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) a[r] = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float4 v = xv[j];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          a[r] = fmaf(w[r][4 * j], v.x, a[r]);
+          a[r] = fmaf(w[r][4 * j + 1], v.y, a[r]);
+          a[r] = fmaf(w[r][4 * j + 2], v.z, a[r]);
+          a[r] = fmaf(w[r][4 * j + 3], v.w, a[r]);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r][t] += a[r];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// Rows per warp for a tile of NT tokens: more rows share each activation load,
+// fewer fit in registers as NT grows.
+template <int NT>
+constexpr int rows_per_warp() { return NT <= 2 ? 4 : 2; }
+
+// Tile blockIdx.y covers tokens [NT * y, NT * y + NT); tokens past n repeat the
+// last one and are not written, so every token's arithmetic is the same.
+template <GgmlType T, int NT>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k,
+                                                          IqTables tab, const float* X, int64_t ldx, int64_t n,
+                                                          float* Y, int64_t ldy) {
+  constexpr int R = rows_per_warp<NT>();
+  const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
+  if (r0 >= rows) return;
+  const int64_t t0 = int64_t(blockIdx.y) * NT;
+  const float* x[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) x[t] = X + min(t0 + t, n - 1) * ldx;
+  float acc[R][NT];
+  rows_dot<T, NT, R>(W, stride, r0, rows, k / 32, tab, x, acc);
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+        if (t0 + t < n && r0 + r < rows) Y[(t0 + t) * ldy + r0 + r] = acc[r][t];
+  }
+}
+
+template <GgmlType T>
+__global__ void __launch_bounds__(kWarps * 32) gemv_experts_kernel(const uint8_t* W, size_t stride, size_t expert_stride,
+                                                                  int64_t rows, int64_t k, IqTables tab,
+                                                                  const int32_t* ids, const float* X, int64_t ldx,
+                                                                  int x_div, float* Y, int64_t ldy) {
+  constexpr int R = rows_per_warp<1>();
+  const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
+  if (r0 >= rows) return;
+  const int64_t item = blockIdx.y;
+  const float* x[1] = {X + (item / x_div) * ldx};
+  float acc[R][1];
+  rows_dot<T, 1, R>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, k / 32, tab, x, acc);
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (r0 + r < rows) Y[item * ldy + r0 + r] = acc[r][0];
+  }
+}
+
+template <GgmlType T>
+__global__ void gather_kernel(const uint8_t* W, size_t stride, int64_t k, IqTables tab, const int32_t* ids, float scale,
+                              float* Y) {
+  const int64_t t = blockIdx.x;
+  const uint8_t* row = W + size_t(ids[t]) * stride;
+  for (int64_t c = threadIdx.x; c < k / 32; c += blockDim.x) {
+    float w[32];
+    dequant_chunk<T>(row, c, tab, w);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) Y[t * k + 32 * c + j] = w[j] * scale;
+  }
+}
+
+void check_shape(const DeviceMatrix& W) {
+  if (W.k % 32 != 0) throw Error("CUDA backend: rows of " + std::to_string(W.k) + " elements are not whole 32-element chunks");
+}
+
+}  // namespace
+
+void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
+          cudaStream_t s) {
+  if (n <= 0) return;
+  check_shape(W);
+  auto launch = [&]<GgmlType T>() {
+    auto go = [&]<int NT>() {
+      const int64_t per_block = kWarps * rows_per_warp<NT>();
+      const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
+      gemv_kernel<T, NT><<<dim3(blocks, unsigned((n + NT - 1) / NT)), kWarps * 32, 0, s>>>(
+          W.data, W.row_stride, W.rows, W.k, tab, X, ldx, n, Y, ldy);
+    };
+    if (n == 1) go.template operator()<1>();
+    else if (n == 2) go.template operator()<2>();
+    else if (n <= 4) go.template operator()<4>();
+    else go.template operator()<kMaxTile>();
+  };
+  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
+  EMBER_CUDA_LAUNCHED("gemv");
+}
+
+void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s) {
+  if (n_items <= 0) return;
+  check_shape(W);
+  const int64_t per_block = kWarps * rows_per_warp<1>();
+  const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
+  auto launch = [&]<GgmlType T>() {
+    gemv_experts_kernel<T><<<dim3(blocks, unsigned(n_items)), kWarps * 32, 0, s>>>(
+        W.data, W.row_stride, W.expert_stride, W.rows, W.k, tab, ids, X, ldx, x_div, Y, ldy);
+  };
+  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
+  EMBER_CUDA_LAUNCHED("gemv_experts");
+}
+
+void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
+                 cudaStream_t s) {
+  if (n <= 0) return;
+  check_shape(W);
+  auto launch = [&]<GgmlType T>() {
+    gather_kernel<T><<<unsigned(n), 128, 0, s>>>(W.data, W.row_stride, W.k, tab, ids, scale, Y);
+  };
+  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
+  EMBER_CUDA_LAUNCHED("gather_rows");
+}
+
+namespace {
+struct NoLaunch {
+  template <GgmlType>
+  void operator()() const {}
+};
+}  // namespace
+
+bool device_can_decode(GgmlType t) { return dispatch_format(t, NoLaunch{}); }
+
+}  // namespace ember::cuda

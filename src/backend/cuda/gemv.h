@@ -1,0 +1,28 @@
+// Products of quantised weights with a few activation rows (decode and small
+// batches): each weight block is decoded once per step inside the inner loop,
+// whatever the number of tokens, and never written back as floats.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/device_matrix.h"
+
+namespace ember::cuda {
+
+// Y[t * ldy + r] = dot(W row r, X row t) for t < n, r < W.rows. X: n rows of W.k floats, ldx apart.
+// Every token's sums run in the same order whatever n is, so a token's result
+// does not depend on which other tokens share the step.
+void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
+          cudaStream_t s);
+
+// Mixture of experts: item i multiplies expert ids[i] (W.data + ids[i] * W.expert_stride)
+// with X row i / x_div, into Y row i.
+void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s);
+
+// Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
+void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
+                 cudaStream_t s);
+
+}  // namespace ember::cuda

@@ -1,0 +1,131 @@
+#include <cmath>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/moe.h"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kMaxExperts = 512;
+constexpr int kMaxUsed = 32;
+
+// One warp per token, lane l holding experts l, l + 32, ...: scores, then k
+// rounds of a warp-wide argmax (ties to the lower index, as the CPU reference
+// picks), then the weights' normalisation in the descriptor's order.
+constexpr int kPerLane = kMaxExperts / 32;
+constexpr int kRouteWarps = 4;
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
+                             int32_t* ids, float* weights) {
+  const int64_t t = int64_t(blockIdx.x) * kRouteWarps + (threadIdx.x >> 5);
+  if (t >= n_tok) return;
+  const int lane = threadIdx.x & 31;
+  const float* x = logits + t * E;
+  float p[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < E ? x[e] : -INFINITY;
+  }
+  if (routing == Routing::SoftmaxTopK) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) mx = fmaxf(mx, p[i]);
+    mx = warp_max(mx);
+    double sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      p[i] = lane + 32 * i < E ? expf(p[i] - mx) : 0.f;
+      sum += p[i];
+    }
+    sum = warp_sum(sum);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? float(p[i] / sum) : -INFINITY;
+  } else if (routing == Routing::SigmoidTopK) {
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? 1.f / (1.f + expf(-p[i])) : -INFINITY;
+  }
+  int32_t* id = ids + t * K;
+  float* w = weights + t * K;
+  uint32_t taken = 0;  // bit i: this lane's expert lane + 32 i is chosen
+  for (int j = 0; j < K; ++j) {
+    float best = 0.f;
+    int best_e = -1;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < E && !((taken >> i) & 1) && (best_e < 0 || p[i] > best)) {
+        best = p[i];
+        best_e = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
+      if (oe >= 0 && (best_e < 0 || ob > best || (ob == best && oe < best_e))) {
+        best = ob;
+        best_e = oe;
+      }
+    }
+    if ((best_e & 31) == lane) taken |= 1u << (best_e >> 5);
+    if (lane == 0) {
+      id[j] = best_e;
+      w[j] = best;
+    }
+  }
+  __syncwarp();
+  if (lane != 0) return;
+  if (routing == Routing::TopKSoftmax) {
+    const float mx = w[0];
+    double sum = 0;
+    for (int j = 0; j < K; ++j) { w[j] = expf(w[j] - mx); sum += w[j]; }
+    for (int j = 0; j < K; ++j) w[j] = float(w[j] / sum);
+  } else if (norm_topk) {
+    double sum = 0;
+    for (int j = 0; j < K; ++j) sum += w[j];
+    for (int j = 0; j < K; ++j) w[j] = float(w[j] / sum);
+  }
+}
+
+__global__ void combine_kernel(const float* y, const float* w, int K, int64_t n_cols, float* out) {
+  const int64_t t = blockIdx.x;
+  for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+    float s = 0.f;
+    for (int j = 0; j < K; ++j) s = fmaf(w[t * K + j], y[(t * K + j) * n_cols + i], s);
+    out[t * n_cols + i] = s;
+  }
+}
+
+}  // namespace
+
+void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {
+  if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
+    throw Error("CUDA backend: at most 512 experts and 32 used per token");
+  if (n_tok <= 0) return;
+  route_kernel<<<unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s>>>(
+      logits, n_tok, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
+  EMBER_CUDA_LAUNCHED("route");
+}
+
+void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
+                     cudaStream_t s) {
+  if (n_tok <= 0) return;
+  combine_kernel<<<unsigned(n_tok), 256, 0, s>>>(expert_out, weights, k, n_cols, out);
+  EMBER_CUDA_LAUNCHED("combine_experts");
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,20 @@
+// Mixture of experts on the GPU: routing (scores, top k, weights) and the
+// weighted sum of the chosen experts' outputs. The expert products themselves
+// are gemv_experts (gemv.h): only the selected experts' weights are read.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "model/descriptor.h"
+
+namespace ember::cuda {
+
+// Router logits (n_tok rows of n_experts) -> ids and weights (n_tok rows of k), in the descriptor's routing order.
+void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s);
+
+// out row t = sum over j < k of weights[t * k + j] * expert_out row (t * k + j), rows of n_cols.
+void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
+                     cudaStream_t s);
+
+}  // namespace ember::cuda
