@@ -67,20 +67,26 @@ void serve(ServeOptions o) {
     http.stop();
   }).detach();
 
-  LoadedEngine e;
-  try {
-    e = load_engine(o.engine, /*default_kv_contexts=*/0);
-    if (!e.tok) throw Error(o.engine.model + " carries no tokenizer; the server speaks text");
-    ctx.model.id = model_id(o);
-    ctx.model.tok = &*e.tok;
-    if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());
-    ctx.model.context = e.backend->limits().max_context;
-    ctx.model.created = int64_t(std::time(nullptr));
-  } catch (...) {
+  // Built in place: the engine keeps a pointer to the tokenizer inside LoadedEngine, which a move would leave behind.
+  LoadedEngine e = [&] {
+    try {
+      return load_engine(o.engine, /*default_kv_contexts=*/0);
+    } catch (...) {
+      http.stop();
+      http_thread.join();
+      throw;
+    }
+  }();
+  if (!e.tok) {
     http.stop();
     http_thread.join();
-    throw;
+    throw Error(o.engine.model + " carries no tokenizer; the server speaks text");
   }
+  ctx.model.id = model_id(o);
+  ctx.model.tok = &*e.tok;
+  if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());
+  ctx.model.context = e.backend->limits().max_context;
+  ctx.model.created = int64_t(std::time(nullptr));
   ctx.engine = e.engine.get();
   if (!ctx.stopping) {
     ctx.ready = true;

@@ -72,12 +72,16 @@ check('a repeated conversation: turn 2 reuses all of turn 1 from the prefix cach
   const r1 = await chat(turn1, { max_tokens: 8 });
   const turn2 = [...turn1, { role: 'assistant', content: r1.choices[0].message.content }, { role: 'user', content: 'And mountains?' }];
   const r2 = await chat(turn2, { max_tokens: 8 });
-  assert.ok(r2.usage.prompt_tokens_details.cached_tokens >= r1.usage.prompt_tokens,
-    `cached ${r2.usage.prompt_tokens_details.cached_tokens} < turn 1 prompt ${r1.usage.prompt_tokens}`);
+  // All of turn 1 but possibly its last token: the generation prompt ends in a newline that the
+  // re-tokenized conversation may merge with the answer's first characters.
+  assert.ok(r2.usage.prompt_tokens_details.cached_tokens >= r1.usage.prompt_tokens - 1,
+    `cached ${r2.usage.prompt_tokens_details.cached_tokens} < turn 1 prompt ${r1.usage.prompt_tokens} - 1`);
+  const again = await chat(turn1, { max_tokens: 8 });  // the same prompt again: all but its last token
+  assert.equal(again.usage.prompt_tokens_details.cached_tokens, r1.usage.prompt_tokens - 1);
   const m1 = await message(user('Anthropic turn one about lakes.'), { max_tokens: 8 });
   const m2 = await message([...user('Anthropic turn one about lakes.'), { role: 'assistant', content: textOf(m1) },
                             { role: 'user', content: 'Turn two.' }], { max_tokens: 8 });
-  assert.ok(m2.usage.cache_read_input_tokens >= m1.usage.input_tokens + m1.usage.cache_read_input_tokens);
+  assert.ok(m2.usage.cache_read_input_tokens >= m1.usage.input_tokens + m1.usage.cache_read_input_tokens - 1);
 });
 
 check('stop sequences end the text before them (both APIs)', async () => {
@@ -156,7 +160,7 @@ check('API keys: a wrong key is refused with 401 in each API', async () => {
   const badOpenai = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'wrong', maxRetries: 0 });
   await assert.rejects(badOpenai.models.list(), e => e instanceof OpenAI.AuthenticationError && e.status === 401);
   const badAnthropic = new Anthropic({ baseURL: url, apiKey: 'wrong', maxRetries: 0 });
-  await assert.rejects(message.call(null, user('x')).then(() => badAnthropic.messages.create({ model: MODEL, max_tokens: 2, messages: user('x') })),
+  await assert.rejects(badAnthropic.messages.create({ model: MODEL, max_tokens: 2, messages: user('x') }),
     e => e instanceof Anthropic.AuthenticationError && e.error.error.type === 'authentication_error');
   const raw = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' });
   assert.equal(raw.status, 401);
