@@ -225,6 +225,26 @@ check('SSE bytes of an Anthropic stream: named events in the documented order', 
   assert.deepEqual(squeezed, ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
 });
 
+check('a client that hangs up mid-stream cancels its generation at once', async () => {
+  const metric = async name => Number((await (await fetch(`${url}/metrics`)).text()).match(new RegExp(`^${name} (\\S+)$`, 'm'))[1]);
+  const abort = new AbortController();
+  const r = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST', signal: abort.signal, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, messages: user('Go on forever'), max_tokens: 480, stream: true, stream_options: { include_usage: true } }) });
+  await r.body.getReader().read();
+  assert.equal(await metric('ember_requests_running'), 1);
+  const before = await metric('ember_generated_tokens_total');
+  const t0 = Date.now();
+  abort.abort();
+  while (await metric('ember_requests_running') !== 0) {
+    assert.ok(Date.now() - t0 < 1000, 'still running 1 s after the client left');
+    await new Promise(res => setTimeout(res, 10));
+  }
+  const generated = (await metric('ember_generated_tokens_total')) - before;
+  assert.ok(generated < 480, `the abandoned request generated all ${generated} tokens`);
+  console.log(`     (cancelled ${Date.now() - t0} ms after the hang-up, ${generated} of 480 tokens generated)`);
+});
+
 check('/health and /metrics', async () => {
   assert.equal((await fetch(`${url}/health`)).status, 200);
   const text = await (await fetch(`${url}/metrics`)).text();
