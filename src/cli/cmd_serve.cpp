@@ -57,31 +57,35 @@ void serve(ServeOptions o) {
   const std::string address = "http://" + o.http.host + ":" + std::to_string(http.port());
   std::fprintf(stderr, "ember serve: listening on %s, loading %s\n", address.c_str(), o.engine.model.c_str());
   std::thread http_thread([&] { http.run(); });
-  std::thread([&http, &ctx, stop_signals] {
+  std::atomic<bool> self_stop{false};  // the signal came from this process, on its way out
+  std::thread signal_thread([&http, &ctx, &self_stop, stop_signals] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "ember serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    if (!self_stop) std::fprintf(stderr, "ember serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     ctx.stopping = true;
     ctx.ready = false;
     ctx.cancel_all();
     http.stop();
-  }).detach();
+  });
+  // However this function is left (a load error included), the signal thread is woken if no signal
+  // came, which stops the server, and both threads are joined before `http` and `ctx` go away.
+  struct Joiner {
+    std::thread &signals, &web;
+    const std::atomic<bool>& stopping;
+    std::atomic<bool>& self_stop;
+    ~Joiner() {
+      if (!stopping) {
+        self_stop = true;
+        pthread_kill(signals.native_handle(), SIGTERM);
+      }
+      signals.join();
+      if (web.joinable()) web.join();
+    }
+  } joiner{signal_thread, http_thread, ctx.stopping, self_stop};
 
   // Built in place: the engine keeps a pointer to the tokenizer inside LoadedEngine, which a move would leave behind.
-  LoadedEngine e = [&] {
-    try {
-      return load_engine(o.engine, /*default_kv_contexts=*/0);
-    } catch (...) {
-      http.stop();
-      http_thread.join();
-      throw;
-    }
-  }();
-  if (!e.tok) {
-    http.stop();
-    http_thread.join();
-    throw Error(o.engine.model + " carries no tokenizer; the server speaks text");
-  }
+  LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/0);
+  if (!e.tok) throw Error(o.engine.model + " carries no tokenizer; the server speaks text");
   ctx.model.id = model_id(o);
   ctx.model.tok = &*e.tok;
   if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());

@@ -68,7 +68,12 @@ void reply_sse(httplib::Response& res, ServerContext& ctx, std::shared_ptr<Gener
   // The provider runs after the handler returns, on the same connection thread; it owns the generation.
   res.set_chunked_content_provider("text/event-stream", [&ctx, gen, keep_alive, write_events, after](size_t, httplib::DataSink& sink) {
     StreamWriter out([&](std::string_view s) { return sink.write(s.data(), s.size()); }, keep_alive, ctx.stopping);
-    const bool ok = write_events(out);
+    bool ok = false;
+    try {
+      ok = write_events(out);
+    } catch (const std::exception& e) {  // nothing a stream meets may take the server down
+      std::fprintf(stderr, "ember serve: stream ended by an error: %s\n", e.what());
+    }
     after();
     if (!ok) {
       gen->cancel();  // the client left or the server stops: free the engine at once
