@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace ember {
 
@@ -22,6 +23,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // stop strings (text never includes them); need a tokenizer
   bool ignore_eos = false;              // keep going past end-of-generation tokens
   bool keep_logits = false;             // also deliver the logits each token was sampled from
+  ConstraintFactory constraint;         // optional: which tokens may come next (JSON schema, tool-call grammar)
 };
 
 enum class FinishReason : uint8_t { None, Stop, Length, Cancelled, Error };
