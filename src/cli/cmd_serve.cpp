@@ -90,6 +90,7 @@ void serve(ServeOptions o) {
   ctx.model.tok = &*e.tok;
   if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());
   ctx.model.context = e.backend->limits().max_context;
+  ctx.model.token_trie = std::make_shared<const grammar::TokenTrie>(*e.tok);  // once, for every constrained request
   ctx.model.created = int64_t(std::time(nullptr));
   ctx.engine = e.engine.get();
   if (!ctx.stopping) {

@@ -10,27 +10,20 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> g, std::shar
   allowed_.resize(size_t(trie_->vocab()));
 }
 
-void GrammarConstraint::walk(uint32_t node, size_t depth) {
+void GrammarConstraint::walk(uint32_t node, GrammarMatcher::State state) {
   const auto& nodes = trie_->nodes();
-  if (level_stacks_.size() <= depth + 1) level_stacks_.resize(depth + 2);
   for (uint32_t c = nodes[node].first_child; c; c = nodes[c].next_sibling) {
-    const size_t mark = matcher_.mark();
-    GrammarMatcher::Stacks& next = level_stacks_[depth + 1];
-    matcher_.try_byte(level_stacks_[depth], nodes[c].byte, next);
-    if (!next.empty()) {
-      for (uint32_t i = nodes[c].tokens_begin; i < nodes[c].tokens_end; ++i) allowed_[size_t(trie_->token_ids()[i])] = 1;
-      if (nodes[c].first_child) walk(c, depth + 1);
-    }
-    matcher_.rewind(mark);
+    const GrammarMatcher::State next = matcher_.step(state, nodes[c].byte);
+    if (next == GrammarMatcher::kDead) continue;  // no token below this prefix can follow
+    for (uint32_t i = nodes[c].tokens_begin; i < nodes[c].tokens_end; ++i) allowed_[size_t(trie_->token_ids()[i])] = 1;
+    if (nodes[c].first_child) walk(c, next);
   }
 }
 
 void GrammarConstraint::fill_allowed() {
   std::fill(allowed_.begin(), allowed_.end(), 0);
   if (!failed_) {
-    if (level_stacks_.empty()) level_stacks_.resize(1);
-    level_stacks_[0] = matcher_.stacks();
-    walk(0, 0);
+    walk(0, matcher_.state());
     if (matcher_.can_end())
       for (int32_t id : trie_->end_of_generation()) allowed_[size_t(id)] = 1;
   }

@@ -23,11 +23,10 @@ class GrammarConstraint : public TokenConstraint {
 
  private:
   void fill_allowed();
-  void walk(uint32_t node, size_t depth);  // marks the tokens below `node` the grammar accepts
+  void walk(uint32_t node, GrammarMatcher::State state);  // marks the tokens below `node` the grammar accepts
   std::shared_ptr<const TokenTrie> trie_;
   GrammarMatcher matcher_;
   std::vector<uint8_t> allowed_;                       // per id, filled by walk
-  std::vector<GrammarMatcher::Stacks> level_stacks_;   // the state after each trie depth
   bool failed_ = false;                                // a token the grammar rejects was accepted
 };
 

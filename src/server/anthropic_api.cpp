@@ -1,6 +1,7 @@
 #include "server/anthropic_api.h"
 
 #include "server/api_error.h"
+#include "server/output_constraints.h"
 #include "server/prompt.h"
 
 namespace ember::server {
@@ -146,6 +147,23 @@ std::vector<int32_t> prompt_of(const json& body, const ServedModel& m) {
   return encode_conversation(m, template_messages(body), template_tools(body), template_kwargs(body));
 }
 
+// tool_choice: {"type": "auto" | "any" | "tool" | "none", "name"}.
+ToolChoice tool_choice_of(const json& body, std::string& name) {
+  const json* c = field(body, "tool_choice");
+  if (!c) return ToolChoice::Auto;
+  const auto type = c->is_object() ? string_field(*c, "type") : std::nullopt;
+  if (type == "auto") return ToolChoice::Auto;
+  if (type == "none") return ToolChoice::None;
+  if (type == "any") return ToolChoice::Required;
+  if (type == "tool") {
+    const auto n = string_field(*c, "name");
+    if (!n) throw ApiError(400, "tool_choice.name: field required for type tool");
+    name = *n;
+    return ToolChoice::Named;
+  }
+  throw ApiError(400, "tool_choice: must be an object with type auto, any, tool or none");
+}
+
 }  // namespace
 
 AnthropicCall parse_messages(const json& body, const ServedModel& m) {
@@ -158,7 +176,13 @@ AnthropicCall parse_messages(const json& body, const ServedModel& m) {
     throw ApiError(400, "stop_sequences: must be an array of strings");
   call.stream = bool_field(body, "stream").value_or(false);
   const int64_t asked = *integer_field(body, "max_tokens", 1, INT32_MAX);
-  call.gen.prompt = prompt_of(body, m);
+  const json tools = template_tools(body);
+  call.gen.prompt = encode_conversation(m, template_messages(body), tools, template_kwargs(body));
+  std::string tool_name;
+  const ToolChoice choice = tool_choice_of(body, tool_name);
+  ToolUse use = tool_use(m, tools, choice, tool_name, "tool_choice");
+  call.tool_format = use.format;
+  call.gen.constraint = std::move(use.constraint);
   call.gen.max_tokens = resolve_max_tokens(asked, call.gen.prompt.size(), m.context, "max_tokens");
   return call;
 }
@@ -168,8 +192,9 @@ int64_t count_message_tokens(const json& body, const ServedModel& m) {
   return int64_t(prompt_of(body, m).size());
 }
 
-std::string anthropic_stop_reason(const Completion& c, const std::string& stop_sequence) {
+std::string anthropic_stop_reason(const Completion& c, const std::string& stop_sequence, bool called_tools) {
   if (c.reason == FinishReason::Length) return "max_tokens";
+  if (called_tools) return "tool_use";
   return stop_sequence.empty() ? "end_turn" : "stop_sequence";
 }
 
@@ -181,17 +206,26 @@ json anthropic_usage(const Completion& c) {
           {"cache_read_input_tokens", c.cached_tokens}};
 }
 
-json anthropic_response(const Completion& c, const std::string& stop_sequence, const ServedModel& m, const std::string& id) {
+json anthropic_tool_use(const ToolCall& call) {
+  json input = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+  if (!input.is_object()) input = json::object();  // arguments that are not an object cannot be an Anthropic input
+  return {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", input}};
+}
+
+json anthropic_response(const Completion& c, const std::string& stop_sequence, const ServedModel& m, const std::string& id,
+                        ToolCallFormat tool_format) {
   const SplitText parts = split_reasoning(c.text);
+  const ToolCallPiece answer = parse_tool_calls(tool_format, parts.content, kToolUseIdPrefix);
   json content = json::array();
   if (!parts.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", parts.reasoning}, {"signature", ""}});
-  content.push_back({{"type", "text"}, {"text", parts.content}});
+  if (!answer.text.empty() || answer.calls.empty()) content.push_back({{"type", "text"}, {"text", answer.text}});
+  for (const ToolCall& call : answer.calls) content.push_back(anthropic_tool_use(call));
   return {{"id", id},
           {"type", "message"},
           {"role", "assistant"},
           {"model", m.id},
           {"content", content},
-          {"stop_reason", anthropic_stop_reason(c, stop_sequence)},
+          {"stop_reason", anthropic_stop_reason(c, stop_sequence, !answer.calls.empty())},
           {"stop_sequence", stop_sequence.empty() ? json() : json(stop_sequence)},
           {"usage", anthropic_usage(c)}};
 }
@@ -208,13 +242,14 @@ std::vector<AnthropicStream::Event> AnthropicStream::start(int64_t prompt_tokens
   return {{"message_start", {{"type", "message_start"}, {"message", message}}}};
 }
 
-void AnthropicStream::open_block(std::vector<Event>& out, const char* type) {
-  if (open_type_ == type) return;
+void AnthropicStream::open_block(std::vector<Event>& out, const char* type, const ToolCall* call) {
+  if (open_type_ == type && !call) return;
   close_block(out);
   ++index_;
   open_type_ = type;
-  json block = open_type_ == "thinking" ? json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
-                                        : json{{"type", "text"}, {"text", ""}};
+  json block = call                      ? json{{"type", "tool_use"}, {"id", call->id}, {"name", call->name}, {"input", json::object()}}
+               : open_type_ == "thinking" ? json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}
+                                          : json{{"type", "text"}, {"text", ""}};
   out.push_back({"content_block_start", {{"type", "content_block_start"}, {"index", index_}, {"content_block", block}}});
 }
 
@@ -239,11 +274,22 @@ std::vector<AnthropicStream::Event> AnthropicStream::text(const SplitText& piece
   return out;
 }
 
-std::vector<AnthropicStream::Event> AnthropicStream::finish(const Completion& c, const std::string& stop_sequence) {
+std::vector<AnthropicStream::Event> AnthropicStream::tool_use(const ToolCall& call) {
+  std::vector<Event> out;
+  open_block(out, "tool_use", &call);
+  // The input as one JSON delta: clients join the partial_json pieces and parse them at the block's end.
+  const json input = anthropic_tool_use(call)["input"];
+  out.push_back({"content_block_delta",
+                 {{"type", "content_block_delta"}, {"index", index_}, {"delta", {{"type", "input_json_delta"}, {"partial_json", input.dump()}}}}});
+  close_block(out);
+  return out;
+}
+
+std::vector<AnthropicStream::Event> AnthropicStream::finish(const Completion& c, const std::string& stop_sequence, bool called_tools) {
   std::vector<Event> out;
   if (index_ < 0) open_block(out, "text");  // an empty answer still has its (empty) text block
   close_block(out);
-  json delta = {{"stop_reason", anthropic_stop_reason(c, stop_sequence)},
+  json delta = {{"stop_reason", anthropic_stop_reason(c, stop_sequence, called_tools)},
                 {"stop_sequence", stop_sequence.empty() ? json() : json(stop_sequence)}};
   out.push_back({"message_delta", {{"type", "message_delta"}, {"delta", delta}, {"usage", anthropic_usage(c)}}});
   out.push_back({"message_stop", {{"type", "message_stop"}}});

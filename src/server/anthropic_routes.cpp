@@ -39,6 +39,7 @@ bool stream_message(ServerContext& ctx, const AnthropicCall& call, Generation& g
   if (!write_events(out, events.start(int64_t(call.gen.prompt.size())))) return false;
   if (!out.write(sse_event("ping", {{"type", "ping"}}))) return false;
   ReasoningSplitter reasoning;
+  ToolCallParser tools(call.tool_format, kToolUseIdPrefix);
   RequestUpdate u;
   while (gen.next(0, u, [&] { return out.still_wanted(); })) {
     SplitText piece = reasoning.push(u.text);
@@ -47,14 +48,18 @@ bool stream_message(ServerContext& ctx, const AnthropicCall& call, Generation& g
       piece.reasoning += rest.reasoning;
       piece.content += rest.content;
     }
+    ToolCallPiece answer = tools.take(piece.content, u.finished);
+    piece.content = std::move(answer.text);
     if (!write_events(out, events.text(piece))) return false;
+    for (const ToolCall& c : answer.calls)
+      if (!write_events(out, events.tool_use(c))) return false;
     if (u.finished && u.reason == FinishReason::Error) {
       out.write(sse_event("error", anthropic_error_body(500, "generation failed: " + u.error)));
       return false;
     }
     if (u.finished) {
       const Completion& c = gen.result(0);
-      return write_events(out, events.finish(c, matched_stop(*ctx.model.tok, c, call.gen.stop)));
+      return write_events(out, events.finish(c, matched_stop(*ctx.model.tok, c, call.gen.stop), tools.called()));
     }
   }
   return false;  // cancelled before the end
@@ -70,7 +75,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
     const Completion& c = gen->result(0);
     note_result(c);
     if (const std::string err = gen->error(); !err.empty()) throw ApiError(500, "generation failed: " + err);
-    res.set_content(to_text(anthropic_response(c, matched_stop(*ctx.model.tok, c, call.gen.stop), ctx.model, id)),
+    res.set_content(to_text(anthropic_response(c, matched_stop(*ctx.model.tok, c, call.gen.stop), ctx.model, id, call.tool_format)),
                     "application/json");
     return;
   }

@@ -1,6 +1,7 @@
 #include "server/openai_api.h"
 
 #include "server/api_error.h"
+#include "server/output_constraints.h"
 #include "server/prompt.h"
 #include "server/reasoning_split.h"
 
@@ -73,6 +74,26 @@ json tools_of(const json& body) {
   return tools->empty() ? json() : *tools;
 }
 
+// tool_choice: "auto", "none", "required" or {"type": "function", "function": {"name"}}.
+ToolChoice tool_choice_of(const json& body, std::string& name) {
+  const json* c = field(body, "tool_choice");
+  if (!c) return ToolChoice::Auto;
+  if (c->is_string()) {
+    const std::string s = c->get<std::string>();
+    if (s == "auto") return ToolChoice::Auto;
+    if (s == "none") return ToolChoice::None;
+    if (s == "required") return ToolChoice::Required;
+  } else if (c->is_object()) {
+    const json* fn = field(*c, "function");
+    if (const auto n = fn && fn->is_object() ? string_field(*fn, "name") : std::nullopt) {
+      name = *n;
+      return ToolChoice::Named;
+    }
+  }
+  throw ApiError(400, "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                 "tool_choice");
+}
+
 // The fields chat and completions share: sampling, stop, n, stream, logprobs.
 void common_fields(const json& body, OpenAiCall& call) {
   call.gen.sampling = sampling_fields(body, 2.0);
@@ -99,7 +120,19 @@ OpenAiCall parse_chat_completion(const json& body, const ServedModel& m) {
     if (!k->is_object()) throw ApiError(400, "chat_template_kwargs must be an object", "chat_template_kwargs");
     kwargs = *k;
   }
-  call.gen.prompt = encode_conversation(m, template_messages(body), tools_of(body), kwargs);
+  const json tools = tools_of(body);
+  call.gen.prompt = encode_conversation(m, template_messages(body), tools, kwargs);
+  std::string tool_name;
+  const ToolChoice choice = tool_choice_of(body, tool_name);
+  ToolUse use = tool_use(m, tools, choice, tool_name, "tool_choice");
+  call.tool_format = use.format;
+  const json* response_format = field(body, "response_format");
+  call.gen.constraint = response_format_constraint(response_format ? *response_format : json(), m);
+  if (use.constraint) {
+    if (call.gen.constraint)
+      throw ApiError(400, "a required tool call and a JSON response_format cannot both shape one answer", "response_format");
+    call.gen.constraint = std::move(use.constraint);
+  }
   // max_completion_tokens is the newer name; either may come.
   auto asked = integer_field(body, "max_completion_tokens", 1, INT32_MAX);
   const char* name = "max_completion_tokens";
@@ -142,12 +175,25 @@ OpenAiCall parse_completion(const json& body, const ServedModel& m) {
   return call;
 }
 
-json openai_finish_reason(FinishReason r) {
+json openai_finish_reason(FinishReason r, bool called_tools) {
   switch (r) {
-    case FinishReason::Stop: return "stop";
+    case FinishReason::Stop: return called_tools ? "tool_calls" : "stop";
     case FinishReason::Length: return "length";
     default: return nullptr;
   }
+}
+
+json openai_tool_calls(const std::vector<ToolCall>& calls, bool delta, size_t first_index) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = json::object();
+    if (delta) c["index"] = first_index + i;  // a stream numbers its calls
+    c["id"] = calls[i].id;
+    c["type"] = "function";
+    c["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 json openai_usage(const std::vector<Completion>& choices) {
@@ -197,9 +243,13 @@ json openai_response(const OpenAiCall& call, const std::vector<Completion>& choi
     json lp = call.top_logprobs >= 0 ? openai_logprobs(call, *m.tok, c.logprobs) : json();
     if (call.chat) {
       const SplitText parts = split_reasoning(c.text);
-      json message = {{"role", "assistant"}, {"content", parts.content}};
+      const ToolCallPiece answer = parse_tool_calls(call.tool_format, parts.content);
+      const bool called = !answer.calls.empty();
+      json message = {{"role", "assistant"}, {"content", called && answer.text.empty() ? json() : json(answer.text)}};
       if (!parts.reasoning.empty()) message["reasoning_content"] = parts.reasoning;
-      out_choices.push_back({{"index", i}, {"message", message}, {"logprobs", lp}, {"finish_reason", openai_finish_reason(c.reason)}});
+      if (called) message["tool_calls"] = openai_tool_calls(answer.calls);
+      out_choices.push_back(
+          {{"index", i}, {"message", message}, {"logprobs", lp}, {"finish_reason", openai_finish_reason(c.reason, called)}});
     } else {
       out_choices.push_back({{"index", i}, {"text", c.text}, {"logprobs", lp}, {"finish_reason", openai_finish_reason(c.reason)}});
     }

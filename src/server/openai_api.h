@@ -10,6 +10,7 @@
 #include "server/completion.h"
 #include "server/json_fields.h"
 #include "server/served_model.h"
+#include "server/tool_calls.h"
 
 namespace ember::server {
 
@@ -20,14 +21,17 @@ struct OpenAiCall {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   int top_logprobs = -1;   // -1: no logprobs; else the alternatives per token (0..20)
+  ToolCallFormat tool_format = ToolCallFormat::None;  // with tools: how calls are found in the answer
 };
 
 // Throws ApiError: 400 for a malformed body, 404 for another model's name.
 OpenAiCall parse_chat_completion(const json& body, const ServedModel& m);
 OpenAiCall parse_completion(const json& body, const ServedModel& m);
 
-// "stop", "length", or null while running.
-json openai_finish_reason(FinishReason r);
+// "stop", "length", "tool_calls" (stopped after calling tools), or null while running.
+json openai_finish_reason(FinishReason r, bool called_tools = false);
+// message.tool_calls, or in a stream delta.tool_calls (numbered from `first_index`).
+json openai_tool_calls(const std::vector<ToolCall>& calls, bool delta = false, size_t first_index = 0);
 json openai_usage(const std::vector<Completion>& choices);
 
 // A whole answer: chat.completion or text_completion.

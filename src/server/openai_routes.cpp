@@ -39,8 +39,9 @@ bool stream_choices(ServerContext& ctx, const OpenAiCall& call, Generation& gen,
     const json first = call.chat ? json{{"role", "assistant"}, {"content", ""}} : json{{"text", ""}};
     if (!out.write(sse_data(openai_chunk(call, m, id, created, index, first, nullptr)))) return false;
     ReasoningSplitter reasoning;
+    ToolCallParser tools(call.tool_format);
     RequestUpdate u;
-    size_t logprobs_sent = 0;
+    size_t logprobs_sent = 0, calls_sent = 0;
     while (gen.next(i, u, [&] { return out.still_wanted(); })) {
       SplitText piece = call.chat ? reasoning.push(u.text) : SplitText{{}, u.text};
       if (u.finished && call.chat) {
@@ -48,6 +49,9 @@ bool stream_choices(ServerContext& ctx, const OpenAiCall& call, Generation& gen,
         piece.reasoning += rest.reasoning;
         piece.content += rest.content;
       }
+      // The answer's text, with tool calls taken out of it as they complete.
+      ToolCallPiece answer = tools.take(piece.content, u.finished);
+      piece.content = std::move(answer.text);
       json lp = nullptr;
       const auto& lps = gen.result(i).logprobs;
       if (call.top_logprobs >= 0 && lps.size() > logprobs_sent) {
@@ -61,13 +65,18 @@ bool stream_choices(ServerContext& ctx, const OpenAiCall& call, Generation& gen,
         const json delta = call.chat ? json{{"content", piece.content}} : json{{"text", piece.content}};
         if (!out.write(sse_data(openai_chunk(call, m, id, created, index, delta, nullptr, lp)))) return false;
       }
+      if (!answer.calls.empty()) {
+        const json delta = {{"tool_calls", openai_tool_calls(answer.calls, /*delta=*/true, calls_sent)}};
+        if (!out.write(sse_data(openai_chunk(call, m, id, created, index, delta, nullptr)))) return false;
+        calls_sent += answer.calls.size();
+      }
       if (u.finished && u.reason == FinishReason::Error) {
         out.write(sse_data(openai_error_body(500, "generation failed: " + u.error)));
         return false;
       }
       if (u.finished) {
         const json delta = call.chat ? json::object() : json{{"text", ""}};
-        if (!out.write(sse_data(openai_chunk(call, m, id, created, index, delta, openai_finish_reason(u.reason)))))
+        if (!out.write(sse_data(openai_chunk(call, m, id, created, index, delta, openai_finish_reason(u.reason, tools.called())))))
           return false;
       }
     }

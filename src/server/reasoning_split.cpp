@@ -2,18 +2,13 @@
 
 #include <string_view>
 
+#include "server/partial_tag.h"
+
 namespace ember::server {
 
 namespace {
 
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
-
-// Length of the longest suffix of `s` that is a proper prefix of `tag`: text that may still become the tag.
-size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n)
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

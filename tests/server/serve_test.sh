@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ember serve` end to end: a real server on a free loopback port with the
 # `tiny` preset, driven by the official OpenAI and Anthropic SDKs
-# (sdk/api_test.mjs), then a bounded load test (sdk/load_test.mjs), then
+# (sdk/api_test.mjs; structured output and tool calls: sdk/structured_test.mjs), then a bounded load test (sdk/load_test.mjs), then
 # SIGTERM: the server must exit 0 after finding every KV block free or cached.
 set -euo pipefail
 ember=${1:?usage: serve_test.sh path/to/ember}
@@ -33,6 +33,7 @@ echo "server at $url"
 
 status=0
 node "$here/sdk/api_test.mjs" "$url" "$key" || status=$?
+[ $status -eq 0 ] && { node "$here/sdk/structured_test.mjs" "$url" "$key" || status=$?; }
 [ $status -eq 0 ] && { node "$here/sdk/load_test.mjs" "$url" "$key" || status=$?; }
 
 kill -TERM "$server_pid"

@@ -27,6 +27,7 @@ inline const ServedModel& qwen3_model() {
     s.tok = &tok;
     s.chat_template = chat::Template::parse(tok.chat_template());
     s.context = 256;
+    s.token_trie = std::make_shared<const grammar::TokenTrie>(tok);
     return s;
   }();
   return m;

@@ -4,15 +4,7 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-
-const [url, key] = process.argv.slice(2);
-const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: key, maxRetries: 0 });
-const anthropic = new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
-const MODEL = 'tiny';
-const user = text => [{ role: 'user', content: text }];
-
-const checks = [];
-const check = (name, fn) => checks.push([name, fn]);
+import { url, key, openai, anthropic, MODEL, user, check, runChecks } from './harness.mjs';
 
 async function chat(messages, extra = {}) {
   return openai.chat.completions.create({ model: MODEL, messages, max_tokens: 16, temperature: 0, ...extra });
@@ -254,13 +246,4 @@ check('/health and /metrics', async () => {
     assert.ok(text.includes(name), `no ${name}`);
 });
 
-for (const [name, fn] of checks) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    console.log(`FAIL ${name}\n${e.stack ?? e}`);
-    process.exit(1);
-  }
-}
-console.log(`api: ${checks.length} checks passed`);
+await runChecks('api');
