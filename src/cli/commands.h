@@ -13,5 +13,6 @@ void add_convert(CLI::App& app);
 void add_gen_model(CLI::App& app);
 void add_text_tools(CLI::App& app);  // tokenize, detokenize, chat-template
 void add_perplexity(CLI::App& app);
+void add_serve(CLI::App& app);  // the HTTP server
 
 }  // namespace ember::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   ember::cli::add_gen_model(app);
   ember::cli::add_text_tools(app);
   ember::cli::add_perplexity(app);
+  ember::cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

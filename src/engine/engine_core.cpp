@@ -98,6 +98,10 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
     s->decoder.emplace(*tok_, /*skip_special=*/true);
     s->stop_filter.emplace(s->req.stop);
   }
+  if (s->req.constraint) {
+    s->constraint = s->req.constraint();
+    s->masked_logits.resize(size_t(d.vocab));
+  }
   sched_.add(s.get());
   live_.push_back(std::move(s));
 }
@@ -171,7 +175,14 @@ void EngineCore::deliver(Sequence& s, const float* logits) {
   std::string piece;
   bool stopped = false;
   try {
-    id = s.sampler.sample(logits, s.tokens);
+    if (s.constraint) {  // sampled from a masked copy; the stream still gets the model's own logits
+      std::copy(logits, logits + vocab, s.masked_logits.begin());
+      s.constraint->mask(s.masked_logits.data(), vocab);
+      id = s.sampler.sample(s.masked_logits.data(), s.tokens);
+      s.constraint->accept(id);
+    } else {
+      id = s.sampler.sample(logits, s.tokens);
+    }
     s.tokens.push_back(id);
     ++s.generated;
     const bool eog = !s.req.ignore_eos && ((tok_ && tok_->is_end_of_generation(id)) ||

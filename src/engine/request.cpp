@@ -13,9 +13,14 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
+bool RequestStream::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  return cv_.wait_for(lk, timeout, [&] { return has_news(); });
+}
+
 bool RequestStream::next(RequestUpdate& u) {
   std::unique_lock lk(mu_);
-  cv_.wait(lk, [&] { return final_taken_ || pending_.finished || !pending_.tokens.empty() || !pending_.text.empty(); });
+  cv_.wait(lk, [&] { return has_news(); });
   if (final_taken_) return false;
   u.tokens.clear();
   u.text.clear();

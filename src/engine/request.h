@@ -1,6 +1,7 @@
 // What a client gives the engine, and the stream it reads the answer from.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace ember {
 
@@ -21,6 +23,7 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // stop strings (text never includes them); need a tokenizer
   bool ignore_eos = false;              // keep going past end-of-generation tokens
   bool keep_logits = false;             // also deliver the logits each token was sampled from
+  ConstraintFactory constraint;         // optional: which tokens may come next (JSON schema, tool-call grammar)
 };
 
 enum class FinishReason : uint8_t { None, Stop, Length, Cancelled, Error };
@@ -50,6 +53,9 @@ class RequestStream {
   // Consumer: blocks until there is something new; returns false once the
   // final update has been taken.
   bool next(RequestUpdate& u);
+  // Consumer: waits at most `timeout` for something new; true when next() would
+  // not block. Lets a server check its client between waits.
+  bool wait_for(std::chrono::milliseconds timeout);
   // Consumer: stops the request; its blocks are freed at the engine's next step.
   void cancel();
 
@@ -62,6 +68,9 @@ class RequestStream {
   void finish(FinishReason reason, std::string error = {});
 
  private:
+  bool has_news() const {  // under mu_
+    return final_taken_ || pending_.finished || !pending_.tokens.empty() || !pending_.text.empty();
+  }
   const uint64_t id_;
   std::function<void()> wake_;
   std::atomic<bool> cancel_{false};

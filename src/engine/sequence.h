@@ -43,6 +43,8 @@ struct Sequence {
   Sampler sampler;
   std::optional<StreamDecoder> decoder;
   std::optional<StopStringFilter> stop_filter;
+  std::unique_ptr<TokenConstraint> constraint;  // with req.constraint
+  std::vector<float> masked_logits;             // the constraint's copy of this sequence's logits
 
   int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed
 };

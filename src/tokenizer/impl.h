@@ -54,7 +54,8 @@ struct Tokenizer::Impl {
                     std::vector<std::pair<size_t, size_t>>& words) const;
   // Runs the decoder chain on `ids` (already filtered). `continuation` means the
   // ids do not start the output (position-dependent decoders act only at the start).
-  DecodeResult decode_raw(const std::vector<int32_t>& ids, bool continuation) const;
+  // raw_bytes: byte runs are kept as they are, invalid UTF-8 included (a token's own bytes).
+  DecodeResult decode_raw(const std::vector<int32_t>& ids, bool continuation, bool raw_bytes = false) const;
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
 };
 

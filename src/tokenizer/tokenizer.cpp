@@ -3,6 +3,7 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <utility>
 #include <span>
 #include <tuple>
 #include <cstdlib>
@@ -328,7 +329,7 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
   if (add_special) out.insert(out.end(), spec.suffix.begin(), spec.suffix.end());
 }
 
-DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool continuation) const {
+DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool continuation, bool raw_bytes) const {
   std::vector<std::string> toks;
   toks.reserve(ids.size());
   for (int32_t id : ids) {
@@ -352,7 +353,8 @@ DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool c
         bool in_run = false;
         auto flush = [&](bool last) {
           if (!in_run) return;
-          flush_utf8_run(bytes, last, out, r.pending_tail);
+          if (raw_bytes) out.push_back(std::exchange(bytes, {}));
+          else flush_utf8_run(bytes, last, out, r.pending_tail);
           in_run = false;
         };
         r.pending_tail = false;
@@ -375,7 +377,9 @@ DecodeResult Tokenizer::Impl::decode_raw(const std::vector<int32_t>& ids, bool c
       case DecoderStep::Kind::ByteFallback: {
         std::string bytes;
         auto flush = [&](bool last) {
-          if (!bytes.empty()) flush_utf8_run(bytes, last, out, r.pending_tail);
+          if (bytes.empty()) return;
+          if (raw_bytes) out.push_back(std::exchange(bytes, {}));
+          else flush_utf8_run(bytes, last, out, r.pending_tail);
         };
         r.pending_tail = false;
         for (const std::string& t : toks) {
@@ -561,6 +565,8 @@ std::vector<int32_t> Tokenizer::encode_with_plain_zones(std::string_view text,
   impl_->encode(text, add_special, /*parse_special=*/true, out, plain_zones);
   return out;
 }
+
+std::string Tokenizer::token_bytes(int32_t id) const { return impl_->decode_raw({id}, /*continuation=*/true, /*raw_bytes=*/true).text; }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
   return impl_->decode(ids, skip_special);

@@ -72,6 +72,9 @@ class Tokenizer {
   std::string bos_token() const;  // "" when none
   std::string eos_token() const;
   const std::string& token_text(int32_t id) const;  // vocabulary spelling
+  // The bytes one token adds in the middle of a text: a piece of a UTF-8
+  // character stays as it is (no U+FFFD), no space clean-up. What grammars match against.
+  std::string token_bytes(int32_t id) const;
   const TokenizerSpec& spec() const;
 
   struct Impl;

@@ -1,0 +1,141 @@
+// JSON Schema -> grammar, checked by what the matcher accepts and refuses:
+// every accepted string must be JSON valid under the schema, and the
+// grammar must still reach the usual ways of writing such values.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "grammar/grammar_matcher.h"
+#include "grammar/json_schema_grammar.h"
+#include "util/error.h"
+
+using namespace ember;
+using namespace ember::grammar;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::shared_ptr<const Grammar> compile(const char* schema) {
+  return std::make_shared<const Grammar>(json_schema_grammar(json::parse(schema)));
+}
+
+bool whole(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.advance(text) && m.can_end();
+}
+
+bool prefix(const std::shared_ptr<const Grammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.advance(text);
+}
+
+}  // namespace
+
+TEST(SchemaGrammar, ObjectWithRequiredAndOptionalPropertiesInOrder) {
+  auto g = compile(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},"required":["b"]})");
+  EXPECT_TRUE(whole(g, R"({"a":1,"b":"x"})"));
+  EXPECT_TRUE(whole(g, R"({"b":"x"})"));
+  EXPECT_TRUE(whole(g, "{ \"a\": -12, \"b\": \"\" }"));
+  EXPECT_TRUE(whole(g, "{\n  \"a\": 3,\n  \"b\": \"y\"\n}"));
+  EXPECT_FALSE(whole(g, R"({"a":1})")) << "b is required";
+  EXPECT_FALSE(whole(g, R"({"b":"x","a":1})")) << "properties come in schema order";
+  EXPECT_FALSE(whole(g, R"({"b":"x","c":1})")) << "no additional properties unless allowed";
+  EXPECT_FALSE(whole(g, R"({"a":1.5,"b":"x"})"));
+  EXPECT_FALSE(prefix(g, R"({"c)"));
+  EXPECT_TRUE(prefix(g, R"({"a":1)")) << "a prefix of a valid object is not refused";
+}
+
+TEST(SchemaGrammar, AdditionalPropertiesWithASchema) {
+  auto g = compile(R"({"type":"object","properties":{"a":{"type":"null"}},"additionalProperties":{"type":"boolean"}})");
+  EXPECT_TRUE(whole(g, R"({"a":null,"x":true,"y":false})"));
+  EXPECT_TRUE(whole(g, R"({"x":true})"));
+  EXPECT_FALSE(whole(g, R"({"x":1})"));
+}
+
+TEST(SchemaGrammar, EnumConstAndAnyOf) {
+  auto g = compile(R"({"anyOf":[{"enum":["red","green",3]},{"const":{"k":[1,2]}},{"type":"null"}]})");
+  for (const char* ok : {R"("red")", R"("green")", "3", R"({"k":[1,2]})", "null"}) EXPECT_TRUE(whole(g, ok)) << ok;
+  for (const char* bad : {R"("blue")", "4", R"({"k":[1]})", "true", R"("re")"}) EXPECT_FALSE(whole(g, bad)) << bad;
+}
+
+TEST(SchemaGrammar, StringLengthsCountCharactersAndEscapes) {
+  auto g = compile(R"({"type":"string","minLength":2,"maxLength":3})");
+  EXPECT_TRUE(whole(g, R"("ab")"));
+  EXPECT_TRUE(whole(g, "\"\xc3\xa9t\xc3\xa9\""));  // three characters, five bytes
+  EXPECT_TRUE(whole(g, R"("a\"\u00e9")"));
+  EXPECT_FALSE(whole(g, R"("a")"));
+  EXPECT_FALSE(whole(g, R"("abcd")"));
+  EXPECT_FALSE(whole(g, "\"a\nb\"")) << "a raw control character";
+  EXPECT_FALSE(prefix(g, "\"\xc0")) << "an overlong UTF-8 lead";
+  EXPECT_FALSE(prefix(g, R"("\ud800)")) << "a lone surrogate would not parse";
+  EXPECT_FALSE(prefix(g, R"("\x)"));
+}
+
+TEST(SchemaGrammar, IntegerBoundsAreExact) {
+  auto g = compile(R"({"type":"integer","minimum":-15,"maximum":120})");
+  for (int v = -30; v <= 200; ++v) EXPECT_EQ(whole(g, std::to_string(v)), v >= -15 && v <= 120) << v;
+  EXPECT_FALSE(whole(g, "007"));
+  EXPECT_FALSE(whole(g, "-0"));
+  auto ex = compile(R"({"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10})");
+  EXPECT_FALSE(whole(ex, "0"));
+  EXPECT_TRUE(whole(ex, "1"));
+  EXPECT_TRUE(whole(ex, "9"));
+  EXPECT_FALSE(whole(ex, "10"));
+  auto big = compile(R"({"type":"integer","minimum":999})");
+  EXPECT_TRUE(whole(big, "999"));
+  EXPECT_TRUE(whole(big, "123456789"));
+  EXPECT_FALSE(whole(big, "998"));
+}
+
+TEST(SchemaGrammar, NumbersStayWithinBounds) {
+  auto g = compile(R"({"type":"number","minimum":-2.5,"maximum":3})");
+  for (const char* ok : {"3", "2.75", "0", "-1.5", "-2", "0.001"}) EXPECT_TRUE(whole(g, ok)) << ok;
+  for (const char* bad : {"3.5", "4", "-3", "3.0e1", "1e2"}) EXPECT_FALSE(whole(g, bad)) << bad;
+  auto free = compile(R"({"type":"number"})");
+  for (const char* ok : {"0", "-0.5", "12e-3", "6.02E+23"}) EXPECT_TRUE(whole(free, ok)) << ok;
+  for (const char* bad : {"01", ".5", "1.", "+1", "1e"}) EXPECT_FALSE(whole(free, bad)) << bad;
+}
+
+TEST(SchemaGrammar, ArraysCountTheirItems) {
+  auto g = compile(R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":3})");
+  EXPECT_FALSE(whole(g, "[]"));
+  EXPECT_TRUE(whole(g, "[true]"));
+  EXPECT_TRUE(whole(g, "[true, false,true]"));
+  EXPECT_FALSE(whole(g, "[true,true,true,true]"));
+  EXPECT_FALSE(whole(g, "[1]"));
+  auto empty = compile(R"({"type":"array","maxItems":0})");
+  EXPECT_TRUE(whole(empty, "[]"));
+  EXPECT_FALSE(whole(empty, "[1]"));
+}
+
+TEST(SchemaGrammar, RefsAndRecursion) {
+  auto g = compile(R"({"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},
+                       "kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},
+                       "$ref":"#/$defs/node"})");
+  EXPECT_TRUE(whole(g, R"({"v":1})"));
+  EXPECT_TRUE(whole(g, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]})"));
+  EXPECT_FALSE(whole(g, R"({"v":1,"kids":[{}]})"));
+}
+
+TEST(SchemaGrammar, AnyJsonWhereTheSchemaIsSilent) {
+  auto g = compile("{}");
+  for (const char* ok : {"1", "\"s\"", "[1,[2,{}]]", R"({"a":{"b":null}})", "true"}) EXPECT_TRUE(whole(g, ok)) << ok;
+  EXPECT_FALSE(whole(g, "{a:1}"));
+  auto object = std::make_shared<const Grammar>(json_object_grammar());
+  EXPECT_TRUE(whole(object, R"({"x":[1,2]})"));
+  EXPECT_FALSE(whole(object, "[1]"));
+}
+
+TEST(SchemaGrammar, PrefixAndSuffixWrapTheValue) {
+  auto g = std::make_shared<const Grammar>(json_schema_grammar(json::parse(R"({"const":1})"), "<a>\n", "\n</a>"));
+  EXPECT_TRUE(whole(g, "<a>\n1\n</a>"));
+  EXPECT_FALSE(whole(g, "1"));
+}
+
+TEST(SchemaGrammar, RefusesWhatItCannotEnforce) {
+  for (const char* bad : {R"({"type":"string","pattern":"^a"})", R"({"not":{}})", "false", R"({"type":"wat"})",
+                          R"({"$ref":"#/nowhere"})", R"({"$ref":"http://x"})", R"({"type":"integer","minimum":3,"maximum":2})",
+                          R"({"type":"string","maxLength":100000})", R"({"anyOf":[{"$ref":"#"}]})", R"({"enum":[]})",
+                          R"({"type":"number","minimum":0.2,"maximum":0.7})", "[]"})
+    EXPECT_THROW(json_schema_grammar(json::parse(bad)), Error) << bad;
+}
