@@ -7,7 +7,7 @@ source scripts/apt-packages.sh
 
 packages=(build-essential cmake ninja-build pkg-config clang libclang-rt-dev
           nlohmann-json3-dev libpcre2-dev libutf8proc-dev libhwy-dev libcli11-dev
-          libgtest-dev libgmock-dev libcpp-httplib-dev)
+          libgtest-dev libgmock-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev)
 # Node.js and npm: whichever install is on the machine (some bundle npm with nodejs).
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 apt_install "${packages[@]}"

@@ -27,12 +27,12 @@ struct RunOptions {
 
 std::vector<int32_t> prompt_ids(const RunOptions& o, const LoadedEngine& e) {
   if (!o.ids.empty()) return parse_id_list(o.ids);
-  if (!e.tok) throw Error(o.engine.model + " carries no tokenizer: pass token ids with --ids");
+  if (!e.tok) throw Error(e.path + " carries no tokenizer: pass token ids with --ids");
   const Tokenizer& tok = *e.tok;
   std::string text = o.prompt;
   if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), {});
   if (!o.chat) return tok.encode(text, /*add_special=*/true, /*parse_special=*/true);
-  if (tok.chat_template().empty()) throw Error(o.engine.model + " has no chat template");
+  if (tok.chat_template().empty()) throw Error(e.path + " has no chat template");
   chat::ChatRequest req;
   req.messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) req.messages.push_back({{"role", "system"}, {"content", o.system}});

@@ -29,9 +29,9 @@ struct ServeOptions {
 };
 
 // The name clients send as "model": given, or the file's (or folder's) name without extension.
-std::string model_id(const ServeOptions& o) {
+std::string model_id(const ServeOptions& o, const std::string& model_path) {
   if (!o.model_name.empty()) return o.model_name;
-  std::filesystem::path p(o.engine.model);
+  std::filesystem::path p(model_path);
   if (!p.has_filename()) p = p.parent_path();
   return p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
 }
@@ -55,7 +55,8 @@ void serve(ServeOptions o) {
   server::HttpServer http(ctx);
   http.bind();
   const std::string address = "http://" + o.http.host + ":" + std::to_string(http.port());
-  std::fprintf(stderr, "ember serve: listening on %s, loading %s\n", address.c_str(), o.engine.model.c_str());
+  std::fprintf(stderr, "ember serve: listening on %s, loading %s\n", address.c_str(),
+               (o.engine.hf.empty() ? o.engine.model : o.engine.hf).c_str());
   std::thread http_thread([&] { http.run(); });
   std::atomic<bool> self_stop{false};  // the signal came from this process, on its way out
   std::thread signal_thread([&http, &ctx, &self_stop, stop_signals] {
@@ -85,8 +86,8 @@ void serve(ServeOptions o) {
 
   // Built in place: the engine keeps a pointer to the tokenizer inside LoadedEngine, which a move would leave behind.
   LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/0);
-  if (!e.tok) throw Error(o.engine.model + " carries no tokenizer; the server speaks text");
-  ctx.model.id = model_id(o);
+  if (!e.tok) throw Error(e.path + " carries no tokenizer; the server speaks text");
+  ctx.model.id = model_id(o, e.path);
   ctx.model.tok = &*e.tok;
   if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());
   ctx.model.context = e.backend->limits().max_context;

@@ -14,5 +14,6 @@ void add_gen_model(CLI::App& app);
 void add_text_tools(CLI::App& app);  // tokenize, detokenize, chat-template
 void add_perplexity(CLI::App& app);
 void add_serve(CLI::App& app);  // the HTTP server
+void add_launch(CLI::App& app);  // a coding tool on an ember server
 
 }  // namespace ember::cli

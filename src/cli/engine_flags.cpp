@@ -9,12 +9,16 @@
 #include "cli/flag_checks.h"
 #include "engine/sampling_validation.h"
 #include "gguf/gguf.h"
+#include "hub/hf_download.h"
 #include "util/error.h"
 
 namespace ember::cli {
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
-  cmd->add_option("--model,-m", f.model, "GGUF file or Hugging Face folder")->required();
+  auto* model = cmd->add_option("--model,-m", f.model, "GGUF file or Hugging Face folder");
+  cmd->add_option("--hf", f.hf, "OWNER/REPO[:QUANT]: a GGUF model from the Hugging Face Hub, downloaded once (HF_TOKEN, HF_ENDPOINT)")
+      ->excludes(model);
+  cmd->add_flag("--offline", f.offline, "With --hf: use the local cache only");
   cmd->add_option("--backend", f.backend, "cpu, cuda, or auto (CUDA where built and a device is present)");
   f.ctx_option = cmd->add_option("--ctx", f.ctx, "Context length per sequence (default: min(model's, 4096))");
   cmd->add_option("--threads", f.threads, "CPU threads (0: all)")->check(integer_in("threads", 0, max_threads()));
@@ -73,12 +77,19 @@ std::optional<Tokenizer> tokenizer_of(const Model& m) {
   return std::nullopt;
 }
 
+std::string model_path(const EngineFlags& f) {
+  if (!f.hf.empty()) return hub::fetch_gguf(hub::parse_hf_ref(f.hf), hub::hub_options_from_env(f.offline));
+  if (f.model.empty()) throw Error("--model or --hf is required");
+  return f.model;
+}
+
 LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   check_integer("--parallel", f.parallel, 1, 1024);
   if (f.step_tokens < f.parallel || f.step_tokens > 65536)
     throw Error("--step-tokens must be at least --parallel (" + std::to_string(f.parallel) + ") and at most 65536");
   LoadedEngine e;
-  e.model = Model::load(f.model);
+  e.path = model_path(f);
+  e.model = Model::load(e.path);
   const ModelDesc& d = e.model->desc();
   e.tok = tokenizer_of(*e.model);
 

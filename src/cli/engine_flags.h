@@ -17,6 +17,8 @@ namespace ember::cli {
 
 struct EngineFlags {
   std::string model;
+  std::string hf;              // --hf OWNER/REPO[:QUANT]: download into the cache, then `model` is that file
+  bool offline = false;        // --offline: --hf from the cache only
   std::string backend = "auto";
   std::string kv_type = "f16";
   std::string kv_mem;          // bytes, with an optional K/M/G suffix; empty: the command's default
@@ -39,13 +41,18 @@ uint64_t parse_bytes(const std::string& text);
 std::optional<Tokenizer> tokenizer_of(const Model& m);
 
 struct LoadedEngine {
+  std::string path;  // the model's file
   std::unique_ptr<Model> model;
   std::optional<Tokenizer> tok;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Engine> engine;
 };
 
-// Loads the model and its tokenizer, builds the backend and starts the engine.
+// The model's file: --model, or with --hf the cached download (made now when
+// missing). Throws ember::Error with neither.
+std::string model_path(const EngineFlags& f);
+
+// Loads the model (model_path) and its tokenizer, builds the backend and starts the engine.
 // Without --kv-mem, the KV cache is sized for `default_kv_contexts` full
 // contexts, or, when that is 0, from the memory available (many cached
 // conversations; pages are committed only as blocks fill).

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   ember::cli::add_text_tools(app);
   ember::cli::add_perplexity(app);
   ember::cli::add_serve(app);
+  ember::cli::add_launch(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

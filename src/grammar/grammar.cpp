@@ -4,7 +4,13 @@
 
 namespace ember::grammar {
 
+namespace {
+// Schemas come from clients: one that multiplies out into millions of rules is refused, not built.
+constexpr size_t kMaxRules = size_t(1) << 18;
+}  // namespace
+
 uint32_t GrammarBuilder::new_rule() {
+  if (rules_.size() >= kMaxRules) throw Error("grammar: too large (over " + std::to_string(kMaxRules) + " rules)");
   rules_.emplace_back();
   return uint32_t(rules_.size() - 1);
 }

@@ -7,7 +7,8 @@ namespace ember::grammar {
 namespace {
 constexpr size_t kStepBudget = size_t(1) << 16;
 constexpr int kMaxDepth = 4096;                // frames one expansion may push (there is no left recursion)
-constexpr size_t kMaxFrames = size_t(1) << 20;  // tables past this are rebuilt around the current state
+constexpr size_t kMaxFrames = size_t(1) << 20;  // tables past these are rebuilt around the current state
+constexpr size_t kMaxStates = size_t(1) << 14;  // (a state's step table is 1 KiB)
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
@@ -30,7 +31,11 @@ GrammarMatcher::State GrammarMatcher::intern(std::vector<int32_t>& tops) {
   tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
   if (tops.size() > kMaxStacks) tops.resize(kMaxStacks);
   auto [it, added] = state_ids_.emplace(tops, State(states_.size()));
-  if (added) states_.push_back(tops);
+  if (added) {
+    states_.push_back(tops);
+    steps_.emplace_back();
+    steps_.back().fill(kUnknown);
+  }
   return it->second;
 }
 
@@ -59,8 +64,7 @@ void GrammarMatcher::expand(int32_t top, std::vector<int32_t>& out, int depth) {
 
 GrammarMatcher::State GrammarMatcher::step(State s, uint8_t byte) {
   if (s == kDead) return kDead;
-  const uint64_t key = (uint64_t(uint32_t(s)) << 8) | byte;
-  if (auto it = steps_.find(key); it != steps_.end()) return it->second;
+  if (const State known = steps_[size_t(s)][byte]; known != kUnknown) return known;
   scratch_.clear();
   budget_ = kStepBudget;
   for (int32_t top : states_[size_t(s)]) {  // (a copy is not needed: expand never touches states_)
@@ -69,7 +73,7 @@ GrammarMatcher::State GrammarMatcher::step(State s, uint8_t byte) {
     if (g_->sets[g_->elements[f.pos].arg].test(byte)) expand(frame(f.pos + 1, f.below), scratch_, 0);
   }
   const State next = intern(scratch_);
-  steps_.emplace(key, next);
+  steps_[size_t(s)][byte] = next;
   return next;
 }
 
@@ -84,7 +88,7 @@ bool GrammarMatcher::advance(std::string_view bytes) {
   for (char c : bytes)
     if ((s = step(s, uint8_t(c))) == kDead) return false;
   current_ = s;
-  if (frames_.size() > kMaxFrames || steps_.size() > kMaxFrames) reset_tables();
+  if (frames_.size() > kMaxFrames || states_.size() > kMaxStates) reset_tables();
   return true;
 }
 

@@ -11,6 +11,7 @@
 // Every live stack's top is a byte set (rules are expanded as soon as they are
 // reached); the stack that has finished the root is kAccepted.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@ class GrammarMatcher {
  public:
   using State = int32_t;
   static constexpr State kDead = -1;  // no stack left: the bytes were refused
+  static constexpr State kUnknown = -2;  // a step not computed yet
   static constexpr int32_t kAccepted = -1;  // as a stack top: the root is complete
   static constexpr size_t kMaxStacks = 256;  // ambiguity past this keeps the first ones (each still valid)
 
@@ -55,7 +57,7 @@ class GrammarMatcher {
   std::unordered_map<uint64_t, int32_t> frame_ids_;
   std::vector<std::vector<int32_t>> states_;  // each state's stack tops, sorted
   std::map<std::vector<int32_t>, State> state_ids_;
-  std::unordered_map<uint64_t, State> steps_;  // (state, byte) -> state
+  std::vector<std::array<State, 256>> steps_;  // per state and byte: the next state, kUnknown until computed
   State current_ = kDead;
   std::vector<int32_t> scratch_;
   size_t budget_ = 0;  // expansions left in this step: an ambiguous grammar cannot make a step explode

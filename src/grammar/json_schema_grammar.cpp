@@ -167,10 +167,9 @@ class SchemaCompiler {
     const int64_t min = count(s, "minLength").value_or(0);
     const auto max = count(s, "maxLength");
     if (max && *max < min) throw Error("schema: maxLength is below minLength");
-    if (!max && min == 0 && any_string_) return *any_string_;
-    const uint32_t r = g_.rule({{g_.byte('"'), g_.ref(g_.repeat({g_.ref(character())}, int(min), max ? int(*max) : -1)), g_.byte('"')}});
-    if (!max && min == 0) any_string_ = r;
-    return r;
+    const std::pair<int64_t, int64_t> key{min, max.value_or(-1)};
+    if (auto it = strings_.find(key); it != strings_.end()) return it->second;  // the same bounds, the same rule
+    return strings_[key] = g_.rule({{g_.byte('"'), g_.ref(g_.repeat({g_.ref(character())}, int(min), int(key.second))), g_.byte('"')}});
   }
 
   // Digit strings from x to y, both of the same length: a rule per differing position.
@@ -370,10 +369,7 @@ class SchemaCompiler {
     return g_.rule({{g_.byte('['), g_.ref(ws()), g_.ref(inside), g_.ref(ws()), g_.byte(']')}});
   }
 
-  uint32_t any_string() {
-    if (!any_string_) any_string_ = g_.rule({{g_.byte('"'), g_.ref(g_.repeat({g_.ref(character())}, 0, -1)), g_.byte('"')}});
-    return *any_string_;
-  }
+  uint32_t any_string() { return string_rule(json::object()); }
 
   // Any JSON value: built once, recursive through objects and arrays.
   uint32_t any_value() {
@@ -395,7 +391,8 @@ class SchemaCompiler {
   GrammarBuilder& g_;
   const json& root_;
   std::map<std::string, uint32_t> refs_;
-  std::optional<uint32_t> ws_, char_, any_string_, any_;
+  std::map<std::pair<int64_t, int64_t>, uint32_t> strings_;  // (minLength, maxLength or -1) -> rule
+  std::optional<uint32_t> ws_, char_, any_;
   uint32_t any_object_ = 0;
 };
 

@@ -139,3 +139,10 @@ TEST(SchemaGrammar, RefusesWhatItCannotEnforce) {
                           R"({"type":"number","minimum":0.2,"maximum":0.7})", "[]"})
     EXPECT_THROW(json_schema_grammar(json::parse(bad)), Error) << bad;
 }
+
+TEST(SchemaGrammar, RefusesSchemasThatMultiplyIntoTooManyRules) {
+  // 100 strings of about 10000 characters, each bound different: a million rules.
+  json schema = {{"type", "object"}, {"properties", json::object()}};
+  for (int i = 0; i < 100; ++i) schema["properties"]["p" + std::to_string(i)] = {{"type", "string"}, {"maxLength", 9999 - i}};
+  EXPECT_THROW(json_schema_grammar(schema), Error);
+}

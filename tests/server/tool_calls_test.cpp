@@ -107,6 +107,12 @@ TEST(ToolChoice, RequiredOrNamedCallsAreConstrainedOthersNot) {
                                     qwen3_model());
             }),
             400);
+  // A tool whose parameters refer to their own $defs: the refs still resolve inside the call's grammar.
+  const OpenAiCall with_refs = parse_chat_completion(parse_json_object(R"({"messages": [{"role": "user", "content": "x"}],
+    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "$defs": {"unit": {"enum": ["C", "F"]}}, "properties": {"u": {"$ref": "#/$defs/unit"}}, "required": ["u"]}}}],
+    "tool_choice": "required"})"), qwen3_model());
+  EXPECT_TRUE(with_refs.gen.constraint);
   const AnthropicCall a = parse_messages(parse_json_object(R"({"model": "tiny", "max_tokens": 8,
     "messages": [{"role": "user", "content": "Weather?"}],
     "tools": [{"name": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
