@@ -5,7 +5,7 @@
 namespace ember::grammar {
 
 namespace {
-constexpr size_t kStepBudget = size_t(1) << 16;
+constexpr size_t kStepBudget = size_t(1) << 14;  // real JSON grammars expand a few dozen frames per byte
 constexpr int kMaxDepth = 4096;                // frames one expansion may push (there is no left recursion)
 constexpr size_t kMaxFrames = size_t(1) << 20;  // tables past these are rebuilt around the current state
 constexpr size_t kMaxStates = size_t(1) << 14;  // (a state's step table is 1 KiB)

@@ -134,15 +134,26 @@ static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern
 }
 
 void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
-  // One match-data block per thread and pattern size is enough; keep one per thread.
-  thread_local pcre2_match_data* md = pcre2_match_data_create(4, nullptr);
+  // One match-data block and match context per thread, freed when the thread ends
+  // (a server's connection threads come and go).
+  //
   // PCRE2's default match limit (10^7 steps per match) is reached by the
   // shipped patterns on one long run of whitespace: `\s*[\r\n]+` first takes
   // the whole run, then backs off one character at a time. Those patterns
   // stay linear, so the limit grows with the text instead: a 10 MB run still
   // tokenizes, while a pathological pattern from a hostile tokenizer.json
   // still fails with an error instead of running for hours.
-  thread_local pcre2_match_context* mc = pcre2_match_context_create(nullptr);
+  struct Scratch {
+    pcre2_match_data* md = pcre2_match_data_create(4, nullptr);
+    pcre2_match_context* mc = pcre2_match_context_create(nullptr);
+    ~Scratch() {
+      pcre2_match_data_free(md);
+      pcre2_match_context_free(mc);
+    }
+  };
+  thread_local Scratch scratch;
+  pcre2_match_data* md = scratch.md;
+  pcre2_match_context* mc = scratch.mc;
   pcre2_set_match_limit(mc, uint32_t(std::min<uint64_t>(UINT32_MAX, std::max<uint64_t>(10'000'000, 8 * uint64_t(text.size())))));
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   ember::grammar::GrammarMatcher m(g);
-  for (char c : text)
+  for (char c : text.substr(0, 512))  // the first bytes: enough to reach deep states, bounded in time
     if (!m.advance(std::string_view(&c, 1))) break;
   (void)m.can_end();
   return 0;
