@@ -19,6 +19,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
+#include "bench_util.h"
 #include "quant/quant.h"
 
 using namespace ember;
@@ -44,20 +45,7 @@ double median_ms(int reps, F&& f) {
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
-  size_t i = 0;
-  while (i < s.size()) {
-    v.push_back(std::stoi(s.substr(i)));
-    i = s.find(',', i);
-    if (i == std::string::npos) break;
-    ++i;
-  }
-  return v;
+  return bench::median(ms);
 }
 
 }  // namespace
@@ -85,7 +73,7 @@ int main(int argc, char** argv) {
     const DeviceIqTables iq = upload_iq_tables();
     const IqTables& tab = iq.tables;
 
-    const auto ns = parse_list(tokens);
+    const auto ns = bench::parse_list(tokens);
     const int64_t max_n = *std::max_element(ns.begin(), ns.end());
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.f, 1.f);

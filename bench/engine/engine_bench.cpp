@@ -15,12 +15,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/backend_factory.h"
+#include "bench_util.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -76,20 +76,10 @@ std::vector<Timing> run_all(Engine& e, const std::vector<GenerationRequest>& req
   return out;
 }
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back(std::stoi(item));
-  return v;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
+
+using bench::median;
+using bench::parse_list;
 
 int main(int argc, char** argv) {
   std::string path, backend_kind = "auto", batches = "1,2,4,8";

@@ -84,11 +84,10 @@ void serve(ServeOptions o) {
     }
   } joiner{signal_thread, http_thread, ctx.stopping, self_stop};
 
-  // Built in place: the engine keeps a pointer to the tokenizer inside LoadedEngine, which a move would leave behind.
   LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/0);
   if (!e.tok) throw Error(e.path + " carries no tokenizer; the server speaks text");
   ctx.model.id = model_id(o, e.path);
-  ctx.model.tok = &*e.tok;
+  ctx.model.tok = e.tok.get();
   if (!e.tok->chat_template().empty()) ctx.model.chat_template = chat::Template::parse(e.tok->chat_template());
   ctx.model.context = e.backend->limits().max_context;
   ctx.model.token_trie = std::make_shared<const grammar::TokenTrie>(*e.tok);  // once, for every constrained request

@@ -91,7 +91,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   e.path = model_path(f);
   e.model = Model::load(e.path);
   const ModelDesc& d = e.model->desc();
-  e.tok = tokenizer_of(*e.model);
+  if (auto t = tokenizer_of(*e.model)) e.tok = std::make_unique<Tokenizer>(std::move(*t));
 
   BackendOptions bo;
   bo.kind = f.backend;
@@ -111,7 +111,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   eo.step_tokens = f.step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
   if (!f.cache_host_mem.empty()) eo.cache_host_mem = parse_bytes(f.cache_host_mem);
-  e.engine = std::make_unique<Engine>(*e.backend, e.tok ? &*e.tok : nullptr, eo);
+  e.engine = std::make_unique<Engine>(*e.backend, e.tok.get(), eo);
   return e;
 }
 

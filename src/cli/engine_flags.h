@@ -43,7 +43,8 @@ std::optional<Tokenizer> tokenizer_of(const Model& m);
 struct LoadedEngine {
   std::string path;  // the model's file
   std::unique_ptr<Model> model;
-  std::optional<Tokenizer> tok;
+  // On the heap: the engine keeps a pointer to it, which must survive a move of this struct.
+  std::unique_ptr<Tokenizer> tok;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Engine> engine;
 };

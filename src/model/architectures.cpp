@@ -472,6 +472,15 @@ void desc_to_gguf(const ModelDesc& d, gguf::Writer& w) {
   }
 }
 
+std::vector<double> ModelDesc::rope_inverse_frequencies(int layer) const {
+  std::vector<double> f(size_t(head_dim / 2));
+  for (int i = 0; i < head_dim / 2; ++i) {
+    f[size_t(i)] = std::pow(double(layers[size_t(layer)].rope_base), -2.0 * i / head_dim);
+    if (!rope_freq_factors.empty()) f[size_t(i)] /= rope_freq_factors[size_t(i)];
+  }
+  return f;
+}
+
 float ModelDesc::attention_scale() const {
   return attn_scale != 0 ? attn_scale : 1.0f / std::sqrt(float(head_dim));
 }

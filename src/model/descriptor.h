@@ -73,6 +73,9 @@ struct ModelDesc {
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   float attention_scale() const;
+  // RoPE inverse frequencies of `layer`, head_dim / 2 of them: base^(-2i/head_dim),
+  // divided by the per-frequency factors where the model has them. Every backend uses these.
+  std::vector<double> rope_inverse_frequencies(int layer) const;
   void validate() const;  // throws ember::Error on inconsistent shapes
 };
 

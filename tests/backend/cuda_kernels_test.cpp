@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_matrix.h"
 #include "backend/cuda/gemv.h"
@@ -19,11 +20,6 @@
 
 namespace ember::cuda {
 namespace {
-
-bool have_device() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
@@ -44,6 +40,13 @@ struct Tables {
   IqTables t = d.tables;
 };
 
+std::vector<float> random_floats(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = nd(rng);
+  return v;
+}
+
 // A random matrix quantised to `type`, with its decoded values for the reference.
 struct HostMatrix {
   GgmlType type;
@@ -55,16 +58,21 @@ struct HostMatrix {
 
 HostMatrix random_matrix(GgmlType type, int64_t rows, int64_t k, std::mt19937& rng) {
   HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> row(static_cast<size_t>(k));
   m.bytes.resize(m.stride * size_t(rows));
   m.decoded.resize(size_t(rows * k));
   for (int64_t r = 0; r < rows; ++r) {
-    for (float& v : row) v = nd(rng);
+    const std::vector<float> row = random_floats(k, rng);
     quant::quantize_row(type, row.data(), m.bytes.data() + size_t(r) * m.stride, k);
     quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
   }
   return m;
+}
+
+// Row r of m dotted with x (k floats), in float64: the reference every product is held to.
+double reference_dot(const HostMatrix& m, int64_t r, const float* x) {
+  double s = 0;
+  for (int64_t j = 0; j < m.k; ++j) s += double(m.decoded[size_t(r * m.k + j)]) * x[j];
+  return s;
 }
 
 double rel_error(const std::vector<float>& out, const std::vector<double>& ref) {
@@ -89,7 +97,7 @@ std::vector<GgmlType> gpu_formats() {
 class CudaKernels : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_device()) GTEST_SKIP() << "no CUDA device";
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -104,9 +112,7 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
     DeviceBuffer w = upload(m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     for (int64_t n : {1, 2, 3, 8, 13}) {
-      std::normal_distribution<float> nd(0.f, 1.f);
-      std::vector<float> x(size_t(n * k));
-      for (float& v : x) v = nd(rng);
+      const std::vector<float> x = random_floats(n * k, rng);
       DeviceBuffer dx = upload(x);
       const int64_t ldy = rows + 3;  // a gap between output rows must stay untouched
       DeviceBuffer dy(size_t(n * ldy) * 4);
@@ -118,9 +124,7 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
       std::vector<double> ref;
       for (int64_t t = 0; t < n; ++t)
         for (int64_t r = 0; r < rows; ++r) {
-          double s = 0;
-          for (int64_t j = 0; j < k; ++j) s += double(m.decoded[size_t(r * k + j)]) * x[size_t(t * k + j)];
-          ref.push_back(s);
+          ref.push_back(reference_dot(m, r, x.data() + t * k));
           got.push_back(y[size_t(t * ldy + r)]);
         }
       EXPECT_LE(rel_error(got, ref), 1e-5) << type_name(type) << " n=" << n;
@@ -140,10 +144,7 @@ TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
     const HostMatrix m = random_matrix(type, rows, k, rng);
     DeviceBuffer w = upload(m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> x(size_t(19 * k));
-    for (float& v : x) v = nd(rng);
-    DeviceBuffer dx = upload(x);
+    DeviceBuffer dx = upload(random_floats(19 * k, rng));
     std::vector<std::vector<float>> results;
     for (int64_t n : {1, 2, 4, 5, 19}) {
       DeviceBuffer dy(size_t(n * rows) * 4);
@@ -169,9 +170,7 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   DeviceBuffer w = upload(packed);
   DeviceMatrix dm{GgmlType::Q4_K, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
   const std::vector<int32_t> ids = {4, 0, 2, 4, 1, 3};  // token t's experts: ids[2t], ids[2t+1]
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> x(size_t(n_tok * k));
-  for (float& v : x) v = nd(rng);
+  const std::vector<float> x = random_floats(n_tok * k, rng);
   DeviceBuffer dids = upload(ids), dx = upload(x), dy(size_t(n_tok * K * rows) * 4);
   EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
   gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_tok * K, dy.get<float>(), rows, nullptr);
@@ -179,12 +178,7 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   const auto y = download<float>(dy, size_t(n_tok * K * rows));
   std::vector<double> ref;
   for (int64_t i = 0; i < n_tok * K; ++i)
-    for (int64_t r = 0; r < rows; ++r) {
-      const HostMatrix& m = experts[size_t(ids[size_t(i)])];
-      double s = 0;
-      for (int64_t j = 0; j < k; ++j) s += double(m.decoded[size_t(r * k + j)]) * x[size_t((i / K) * k + j)];
-      ref.push_back(s);
-    }
+    for (int64_t r = 0; r < rows; ++r) ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, x.data() + (i / K) * k));
   EXPECT_LE(rel_error(y, ref), 1e-5);
 }
 

@@ -9,13 +9,13 @@
 // quantised activations while the GPU keeps them in float, so the two differ
 // by the CPU's activation rounding: the bound there is 5e-2, and the argmax of
 // every position where the CPU's top two logits are apart by 1% must agree.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <random>
 #include <unistd.h>
 
+#include "backend/cuda/cuda_backend.h"
 #include "model/model.h"
 #include "model/presets.h"
 #include "model_test_util.h"
@@ -25,11 +25,6 @@ namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool have_device() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
 
 std::vector<int32_t> random_ids(int n, int vocab, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -59,7 +54,7 @@ void compare(const Model& m, const std::string& what, double bound) {
 class CudaModels : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!have_device()) GTEST_SKIP() << "no CUDA device";
+    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
   }
 };
 

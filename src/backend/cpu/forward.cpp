@@ -91,16 +91,8 @@ CpuBackend::CpuBackend(const Model& model, const StepLimits& limits, const KvCon
     s_.moe_out.resize(T * H);
   }
 
-  // RoPE inverse frequencies per layer (layers may differ in base), with per-frequency divisors.
   inv_freq_.resize(size_t(d.n_layers));
-  for (int l = 0; l < d.n_layers; ++l) {
-    auto& f = inv_freq_[size_t(l)];
-    f.resize(size_t(d.head_dim / 2));
-    for (int i = 0; i < d.head_dim / 2; ++i) {
-      f[size_t(i)] = std::pow(double(d.layers[size_t(l)].rope_base), -2.0 * i / d.head_dim);
-      if (!d.rope_freq_factors.empty()) f[size_t(i)] /= d.rope_freq_factors[size_t(i)];
-    }
-  }
+  for (int l = 0; l < d.n_layers; ++l) inv_freq_[size_t(l)] = d.rope_inverse_frequencies(l);
 }
 
 void CpuBackend::copy_kv_block(int src, int dst, int n_positions) { kv_.copy_block(src, dst, n_positions); }

@@ -10,6 +10,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -24,17 +25,12 @@ template <> __device__ __forceinline__ float from_f<float>(float x) { return x; 
 template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Pointer to element 0 of position p's keys (kv = 0) or values (kv = 1) of this sequence.
+// Element 0 of position p's keys (kvsel = 0) or values (kvsel = 1) in this
+// sequence's blocks; the table lookup in 32-bit arithmetic.
 template <class E>
-__device__ __forceinline__ E* kv_row(const KvLayer& kv, const int32_t* table, int64_t p, int kvsel) {
-  const int64_t block = table[p / kv.block_size];
-  return static_cast<E*>(kv.base) + (block * 2 + kvsel) * kv.half_elems + (p % kv.block_size) * kv.kv_dim;
+__device__ __forceinline__ E* kv_at(const KvLayer& kv, const int32_t* table, int p, int kvsel) {
+  const int block = table[p / kv.block_size];
+  return static_cast<E*>(kv.base) + (int64_t(block) * 2 + kvsel) * kv.half_elems + int64_t(p % kv.block_size) * kv.kv_dim;
 }
 
 constexpr int kPostWarps = 4;
@@ -73,7 +69,7 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
       for (int i = lane; i < hd; i += 32) buf[i] = buf[i] * inv * norm[i];
     }
     __syncwarp();
-    E* krow = is_q ? nullptr : kv_row<E>(kv, table, pos, 0) + hh * hd;
+    E* krow = is_q ? nullptr : kv_at<E>(kv, table, int(pos), 0) + hh * hd;
     for (int i = lane; i < half; i += 32) {
       const int ia = a.adjacent_pairs ? 2 * i : i, ib = a.adjacent_pairs ? 2 * i + 1 : i + half;
       const float x0 = buf[ia], x1 = buf[ib];
@@ -87,17 +83,10 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
     }
     __syncwarp();
   }
-  E* vrow = kv_row<E>(kv, table, pos, 1);
+  E* vrow = kv_at<E>(kv, table, int(pos), 1);
   for (int i = threadIdx.x; i < KVD; i += blockDim.x) vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
 }
 
-// Position p's row of keys (kv = 0) or values (kv = 1): block table lookup in 32-bit arithmetic.
-template <class E>
-__device__ __forceinline__ const E* kv_at(const KvLayer& kv, const int32_t* table, int p, int kvsel) {
-  const int block = table[p / kv.block_size];
-  return static_cast<const E*>(kv.base) + (int64_t(block) * 2 + kvsel) * kv.half_elems +
-         int64_t(p % kv.block_size) * kv.kv_dim;
-}
 
 // NE: elements of the head each lane holds (head_dim <= 32 * NE). Blocks of
 // the grid: (token of this chunk, key/value head, split); token t0 + x.

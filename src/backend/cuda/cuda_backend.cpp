@@ -38,12 +38,13 @@ int attention_split(int max_context) {
   return (s + 7) / 8 * 8;
 }
 
-// Float scratch of one step, sized for the limits (see scratch_floats).
+// Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out;
+  size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets (T each), then tables
   int max_splits, max_table;
-  size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + 2 * moe_items; }
-  size_t ints(int max_tokens) const { return size_t(4 * max_tokens) + size_t(max_tokens) + size_t(max_table) + moe_items; }
+  size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
+  size_t ints() const { return meta_ints + moe_items; }  // the metadata, then the chosen experts
 };
 
 ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
@@ -59,6 +60,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
+  s.meta_ints = 5 * T + size_t(s.max_table);
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -144,12 +146,11 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
 
   // Step metadata: the host writes it into pinned memory, one copy sends it.
   const size_t T = size_t(lim_.max_tokens);
-  const size_t meta_ints = 4 * T + T + size_t(sz_.max_table);  // tokens, pos, seq, rows, table offsets; tables
-  host_ints_ = PinnedBuffer(meta_ints * sizeof(int32_t));
-  ints_ = DeviceBuffer((meta_ints + sz_.moe_items) * sizeof(int32_t));
+  host_ints_ = PinnedBuffer(sz_.meta_ints * sizeof(int32_t));
+  ints_ = DeviceBuffer(sz_.ints() * sizeof(int32_t));
   int32_t* ip = ints_.get<int32_t>();
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T; tables_ = ip + 5 * T;
-  moe_ids_ = ip + meta_ints;
+  moe_ids_ = ip + sz_.meta_ints;
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -392,7 +393,7 @@ uint64_t cuda_kv_budget(const Model& model, const StepLimits& limits) {
   size_t free_b = 0, total_b = 0;
   EMBER_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const ScratchSizes s = scratch_sizes(model.desc(), limits, 16);
-  const uint64_t need = device_weight_bytes(model) + (s.floats() + s.ints(limits.max_tokens)) * 4 + (uint64_t(1) << 30);
+  const uint64_t need = device_weight_bytes(model) + (s.floats() + s.ints()) * 4 + (uint64_t(1) << 30);
   // Keep a tenth of the card free for the runtime and other programs.
   const uint64_t usable = uint64_t(double(free_b) * 0.9);
   return usable > need ? usable - need : 0;

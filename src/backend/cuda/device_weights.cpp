@@ -122,13 +122,7 @@ void lay_out(const Model& model, Layout& L, DeviceWeights* out) {
     dl.bq = L.floats(lw.bq);
     dl.bk = L.floats(lw.bk);
     dl.bv = L.floats(lw.bv);
-    // RoPE inverse frequencies, computed exactly as the CPU backend does.
-    std::vector<double> f(size_t(d.head_dim / 2));
-    for (int i = 0; i < d.head_dim / 2; ++i) {
-      f[size_t(i)] = std::pow(double(d.layers[l].rope_base), -2.0 * i / d.head_dim);
-      if (!d.rope_freq_factors.empty()) f[size_t(i)] /= d.rope_freq_factors[size_t(i)];
-    }
-    L.owned_doubles.push_back(std::move(f));
+    L.owned_doubles.push_back(d.rope_inverse_frequencies(int(l)));
     const auto& fk = L.owned_doubles.back();
     dl.inv_freq = reinterpret_cast<const double*>(L.add(fk.data(), fk.size() * sizeof(double)));
     dw.layers.push_back(dl);

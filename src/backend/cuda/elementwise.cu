@@ -3,6 +3,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/elementwise.h"
+#include "backend/cuda/warp_reduce.cuh"
 
 namespace ember::cuda {
 
@@ -13,8 +14,7 @@ constexpr int kNormThreads = 256;
 // Sum over the block of threads (kNormThreads), returned to every thread.
 __device__ float block_sum(float v) {
   __shared__ float part[kNormThreads / 32];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  v = warp_sum(v);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
   __syncthreads();
   float s = 0.f;

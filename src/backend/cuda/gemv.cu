@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -12,12 +13,6 @@ namespace {
 
 constexpr int kWarps = 4;     // rows per block of threads
 constexpr int kMaxTile = 8;   // activation rows one pass multiplies
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // R rows of W (row0, row0 + 1, ...; rows past the matrix repeat its last row,
 // computed and never written) against NT activation rows; acc[r][t] ends in

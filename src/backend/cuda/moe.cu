@@ -2,6 +2,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -16,17 +17,6 @@ constexpr int kMaxUsed = 32;
 // picks), then the weights' normalisation in the descriptor's order.
 constexpr int kPerLane = kMaxExperts / 32;
 constexpr int kRouteWarps = 4;
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ double warp_sum(double v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
                              int32_t* ids, float* weights) {
