@@ -20,7 +20,8 @@ cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== parsers, tokenizer, templates, grammars, engine, serving engine, thread pool, vector math, peer-file, hostile-input and CLI bad-input tests under AddressSanitizer + UBSan"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_SANITIZE=ON >/dev/null
+# -O1 with line tables only: half the compile time of -O2 -g, and reports still name file and line.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DEMBER_CUDA=OFF -DEMBER_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test engine_serving_test decode_alloc_test model_peer_gguf_test thread_pool_test cpu_math_test hostile_test server_tests grammar_tests grammar_engine_test hub_tests
 # Tests of targets not built here (the slow fixture suites) show up as *_NOT_BUILT: skip those.
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '_NOT_BUILT'
