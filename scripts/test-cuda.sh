@@ -8,7 +8,8 @@
 #                        there is unpacked first) instead of building: for GPU
 #                        machines without utf8proc or GoogleTest
 #   EMBER_CUDA_BENCH="dense-1b:Q4_K dense-1b:Q8_0"   presets to benchmark (generated, run, deleted)
-#   EMBER_CUDA_SKIP="sanitizer bench"                stages to leave out
+#   EMBER_CUDA_SKIP="tests sanitizer bench"          stages to leave out
+#   EMBER_CUDA_AB=1                                  also benchmark each preset with float products only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/test-cuda.sh OUTDIR}
@@ -21,6 +22,15 @@ bin=${EMBER_CUDA_BIN:-}
 if [ -n "$bin" ]; then
   [ -f "$bin/cuda-bin.tar.xz" ] && tar -C "$bin" -xJf "$bin/cuda-bin.tar.xz"
   export LD_LIBRARY_PATH="$PWD/$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Shared libraries this machine lacks (cpp-httplib, libcurl and theirs) come
+  # from DIR/libs, only those, so the system's own copies stay in use.
+  if [ -d "$bin/libs" ]; then
+    for _ in 1 2 3 4; do
+      missing=$(for f in "$bin"/*; do [ -f "$f" ] && [ -x "$f" ] && ldd "$f" 2>/dev/null; done | awk '/not found/ {print $1}' | sort -u)
+      [ -z "$missing" ] && break
+      for l in $missing; do [ -f "$bin/libs/$l" ] && cp "$bin/libs/$l" "$bin/"; done
+    done
+  fi
   # Binaries built elsewhere read test data from their build's source folder.
   for d in /work/main; do [ -e "$d" ] || { mkdir -p "$(dirname "$d")"; ln -s "$PWD" "$d"; }; done
   bin="$PWD/$bin"
@@ -29,7 +39,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_model_test engine_serving_test model_hf_fixtures_test; do
+  for f in ember ember_bench_engine cuda_kernels_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
 fi
@@ -44,12 +54,14 @@ step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
   return 0
 }
 
-echo "== GPU tests"
-step kernels "$bin/cuda_kernels_test"
-step models "$bin/cuda_model_test"
-step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
-step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
-grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
+if [[ $skip != *" tests "* ]]; then
+  echo "== GPU tests"
+  step kernels "$bin/cuda_kernels_test"
+  step models "$bin/cuda_model_test"
+  step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
+  step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
+  grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
+fi
 
 if [[ $skip != *" sanitizer "* ]]; then
   echo "== compute-sanitizer"
@@ -74,6 +86,8 @@ times.sort()
 print(f"copy bandwidth (read + write, median of 20): {2 * n / times[10] / 1e9:.0f} GB/s")
 PY
   cat "$out/roofline.log" | tee -a "$summary"
+  # Each format's product alone, float and integer paths, against the copy bandwidth.
+  step kernel-bench "$bin/ember_bench_cuda_kernels" --tokens 1,2,4,8,16
   tokdir=$(mktemp -d)
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
   for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do
@@ -83,6 +97,8 @@ PY
     step "gen-$preset-$quant" "$bin/ember" gen-model --preset "$preset" --quant "$quant" -o "$model" --tokenizer "$tok"
     "$bin/ember" inspect "$model" 2>&1 | grep -i "bytes" | head -3 >"$out/inspect-$preset-$quant.txt"
     step "bench-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch "${EMBER_CUDA_BATCH:-1,2,4,8,16,32,64}" --prompt 128 --decode 64 --rounds 2
+    # The same decode with the float products only: what the integer products gain, in one run.
+    [ -n "${EMBER_CUDA_AB:-}" ] && step "bench-$preset-$quant-float" env EMBER_CUDA_FLOAT_PRODUCTS=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1,16 --prompt 128 --decode 64 --rounds 2
     # Where one step's time goes, operation by operation (no graphs in this mode).
     step "profile-$preset-$quant" env EMBER_CUDA_PROFILE=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 128 --decode 32 --rounds 1
     rm -f "$model"
@@ -91,5 +107,5 @@ fi
 echo "== summary"
 cat "$summary"
 # Everything in one archive beside the summary (the device tool brings back few files).
-tar -C "$out" -czf "$out/logs.tar.gz" --exclude=logs.tar.gz --exclude=summary.txt . 2>/dev/null
+tar -C "$out" -czf "$out/../$(basename "$out")-logs.tar.gz" . 2>/dev/null
 ! grep -q FAIL "$summary"

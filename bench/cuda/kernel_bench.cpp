@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<float> x(size_t(max_n * k));
     for (float& v : x) v = nd(rng);
-    DeviceBuffer dx(x.size() * 4), dy(size_t(max_n * rows) * 4);
+    DeviceBuffer dx(x.size() * 4), dy(size_t(max_n * rows) * 4), dq(int8_acts_bytes(max_n, k));
     EMBER_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
 
     std::printf("%lld x %lld weights; GB/s of weights read, and %% of the copy bandwidth\n\n| format | MB |",
@@ -105,16 +105,26 @@ int main(int argc, char** argv) {
         copies.emplace_back(bytes);
         EMBER_CUDA_CHECK(cudaMemcpy(copies.back().get(), host.data(), bytes, cudaMemcpyHostToDevice));
       }
-      std::printf("| %s | %.1f |", type_name(type), double(bytes) / 1e6);
-      for (int n : ns) {
-        const double ms = median_ms(50, [&](int i) {
-          DeviceMatrix m{type, copies[size_t(i % 4)].get<uint8_t>(), k, rows, stride, 0};
-          gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
-        });
-        const double gbs = double(bytes) / (ms * 1e-3) / 1e9;
-        std::printf(" %.0f (%.0f%%) |", gbs, 100.0 * gbs / copy_gbs);
+      // The float product, then (where the format has one) the integer product,
+      // its activation rounding included in the time.
+      for (bool int8 : {false, true}) {
+        if (int8 && !has_int8_product(type)) continue;
+        std::printf("| %s%s | %.1f |", type_name(type), int8 ? " int8" : "", double(bytes) / 1e6);
+        for (int n : ns) {
+          const double ms = median_ms(50, [&](int i) {
+            DeviceMatrix m{type, copies[size_t(i % 4)].get<uint8_t>(), k, rows, stride, 0};
+            if (int8) {
+              const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+              gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr, &a);
+            } else {
+              gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
+            }
+          });
+          const double gbs = double(bytes) / (ms * 1e-3) / 1e9;
+          std::printf(" %.0f (%.0f%%) |", gbs, 100.0 * gbs / copy_gbs);
+        }
+        std::printf("\n");
       }
-      std::printf("\n");
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
@@ -16,6 +17,7 @@
 #include "backend/cuda/device_matrix.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace ember::cuda {
@@ -85,6 +87,23 @@ double rel_error(const std::vector<float>& out, const std::vector<double>& ref) 
   return std::sqrt(num / den);
 }
 
+// Checks n tokens' products y (rows apart by ldy, poisoned with NaN before the
+// run) against m times the activation rows x: the error bound, and the gap
+// between output rows left untouched.
+void expect_products(const HostMatrix& m, const std::vector<float>& y, int64_t ldy, const float* x, int64_t n,
+                     const std::string& what) {
+  std::vector<float> got;
+  std::vector<double> ref;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = 0; r < m.rows; ++r) {
+      ref.push_back(reference_dot(m, r, x + t * m.k));
+      got.push_back(y[size_t(t * ldy + r)]);
+    }
+  EXPECT_LE(rel_error(got, ref), 1e-5) << what;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = m.rows; r < ldy; ++r) EXPECT_TRUE(std::isnan(y[size_t(t * ldy + r)])) << what << ": wrote past the row";
+}
+
 std::vector<GgmlType> gpu_formats() {
   std::vector<GgmlType> v;
   for (uint32_t i = 0; i <= 30; ++i) {
@@ -120,16 +139,7 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
       gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr);
       EMBER_CUDA_CHECK(cudaDeviceSynchronize());
       const auto y = download<float>(dy, size_t(n * ldy));
-      std::vector<float> got;
-      std::vector<double> ref;
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t r = 0; r < rows; ++r) {
-          ref.push_back(reference_dot(m, r, x.data() + t * k));
-          got.push_back(y[size_t(t * ldy + r)]);
-        }
-      EXPECT_LE(rel_error(got, ref), 1e-5) << type_name(type) << " n=" << n;
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t r = rows; r < ldy; ++r) EXPECT_TRUE(std::isnan(y[size_t(t * ldy + r)])) << "wrote past the row";
+      expect_products(m, y, ldy, x.data(), n, std::string(type_name(type)) + " n=" + std::to_string(n));
     }
   }
 }
@@ -180,6 +190,113 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   for (int64_t i = 0; i < n_tok * K; ++i)
     for (int64_t r = 0; r < rows; ++r) ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, x.data() + (i / K) * k));
   EXPECT_LE(rel_error(y, ref), 1e-5);
+}
+
+// The CPU's int8 rounding of activation rows (Q8_K blocks), and their values as floats.
+struct HostInt8Acts {
+  std::vector<quant::BlockQ8_K> blocks;
+  std::vector<float> values;
+};
+HostInt8Acts host_int8_acts(const std::vector<float>& x, int64_t n, int64_t k) {
+  HostInt8Acts h;
+  h.blocks.resize(size_t(n * k / 256));
+  quant::quantize_row(GgmlType::Q8_K, x.data(), h.blocks.data(), n * k);
+  for (const auto& b : h.blocks)
+    for (int j = 0; j < 256; ++j) h.values.push_back(b.d * float(b.qs[j]));
+  return h;
+}
+
+TEST_F(CudaKernels, Int8ActivationsAreTheCpuRoundingBitForBit) {
+  std::mt19937 rng(5);
+  const int64_t n = 5, k = 768, ldx = k + 64;
+  std::vector<float> x = random_floats(n * ldx, rng);
+  for (int64_t j = 0; j < 256; ++j) x[size_t(ldx + j)] = 0.f;  // a zero block: scale 0, codes 0
+  x[7] = 1e-30f;                                                // a tiny amax beside ordinary values
+  DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k));
+  EMBER_CUDA_CHECK(cudaMemset(dq.get(), 0xAB, dq.bytes()));
+  const Int8Acts a = quantize_int8_acts(dx.get<float>(), ldx, n, k, dq.get(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> packed;  // the rows without the gap, as the CPU rounds them
+  for (int64_t t = 0; t < n; ++t) packed.insert(packed.end(), x.begin() + t * ldx, x.begin() + t * ldx + k);
+  const HostInt8Acts ref = host_int8_acts(packed, n, k);
+  std::vector<int8_t> q(size_t(n * k));
+  std::vector<float> d(size_t(n * k / 256));
+  std::vector<int32_t> sums(size_t(n * k / 16));
+  EMBER_CUDA_CHECK(cudaMemcpy(q.data(), a.q, q.size(), cudaMemcpyDeviceToHost));
+  EMBER_CUDA_CHECK(cudaMemcpy(d.data(), a.d, d.size() * 4, cudaMemcpyDeviceToHost));
+  EMBER_CUDA_CHECK(cudaMemcpy(sums.data(), a.sums, sums.size() * 4, cudaMemcpyDeviceToHost));
+  for (size_t b = 0; b < ref.blocks.size(); ++b) {
+    EXPECT_EQ(0, std::memcmp(&d[b], &ref.blocks[b].d, 4)) << "block " << b;
+    EXPECT_EQ(0, std::memcmp(&q[256 * b], ref.blocks[b].qs, 256)) << "block " << b;
+    for (int g = 0; g < 16; ++g) EXPECT_EQ(sums[16 * b + size_t(g)], ref.blocks[b].bsums[g]) << "block " << b;
+  }
+}
+
+// Integer products against the float64 product of the same decoded weights and
+// the CPU's rounded activations: only the order of the float sums differs.
+TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
+  std::mt19937 rng(20261203);
+  Tables tab;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    ASSERT_TRUE(has_int8_product(type));
+    const int64_t rows = 37, k = 768;  // 3 super-blocks: Q4_K 12 pieces, Q6_K 24 per row
+    const HostMatrix m = random_matrix(type, rows, k, rng);
+    DeviceBuffer w = upload(m.bytes);
+    DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
+    for (int64_t n : {1, 2, 3, 8, 13}) {
+      const std::vector<float> x = random_floats(n * k, rng);
+      const HostInt8Acts hx = host_int8_acts(x, n, k);
+      DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k));
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+      const int64_t ldy = rows + 3;
+      DeviceBuffer dy(size_t(n * ldy) * 4);
+      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+      gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr, &a);  // takes the integer path
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto y = download<float>(dy, size_t(n * ldy));
+      expect_products(m, y, ldy, hx.values.data(), n, std::string(type_name(type)) + " int8 n=" + std::to_string(n));
+    }
+    // A token's bits do not depend on the batch.
+    const std::vector<float> x = random_floats(19 * k, rng);
+    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(19, k)), dy(size_t(19 * rows) * 4);
+    std::vector<float> first;
+    for (int64_t n : {1, 2, 4, 5, 19}) {
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+      gemv_int8(dm, a, dy.get<float>(), rows, nullptr);
+      const auto y = download<float>(dy, size_t(rows));
+      if (first.empty()) first = y;
+      EXPECT_EQ(0, std::memcmp(first.data(), y.data(), size_t(rows) * 4)) << type_name(type) << " n=" << n;
+    }
+  }
+}
+
+TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
+  std::mt19937 rng(13);
+  const int64_t E = 4, rows = 45, k = 512, K = 2, n_tok = 3;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    std::vector<HostMatrix> experts;
+    std::vector<uint8_t> packed;
+    for (int e = 0; e < E; ++e) {
+      experts.push_back(random_matrix(type, rows, k, rng));
+      packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
+    }
+    DeviceBuffer w = upload(packed);
+    DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
+    const std::vector<int32_t> ids = {3, 0, 2, 3, 1, 2};
+    const std::vector<float> x = random_floats(n_tok * k, rng);
+    const HostInt8Acts hx = host_int8_acts(x, n_tok, k);
+    DeviceBuffer dids = upload(ids), dx = upload(x), dq(int8_acts_bytes(n_tok, k)), dy(size_t(n_tok * K * rows) * 4);
+    const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gemv_int8_experts(dm, dids.get<int32_t>(), a, int(K), n_tok * K, dy.get<float>(), rows, nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y = download<float>(dy, size_t(n_tok * K * rows));
+    std::vector<double> ref;
+    for (int64_t i = 0; i < n_tok * K; ++i)
+      for (int64_t r = 0; r < rows; ++r)
+        ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, hx.values.data() + (i / K) * k));
+    EXPECT_LE(rel_error(y, ref), 1e-5) << type_name(type);
+  }
 }
 
 TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {

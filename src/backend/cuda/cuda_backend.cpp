@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -99,6 +100,9 @@ class CudaBackend final : public Backend {
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
   void moe_ffn(int l, int64_t n_tok);
+  // X (n rows of k floats) rounded to int8 when one of `readers` has an integer
+  // product, so that rounding happens once per input; else nullptr (float products).
+  const Int8Acts* int8_acts(const float* X, int64_t n, int64_t k, std::initializer_list<const DeviceMatrix*> readers);
 
   const Model& model_;
   StepLimits lim_;
@@ -107,7 +111,9 @@ class CudaBackend final : public Backend {
   DeviceWeights w_;
   DeviceBuffer kv_store_;
   ScratchSizes sz_;
-  DeviceBuffer scratch_, ints_;
+  DeviceBuffer scratch_, ints_, int8_scratch_;
+  Int8Acts acts_;
+  bool int8_products_ = true;  // EMBER_CUDA_FLOAT_PRODUCTS=1 turns them off (to measure what they gain)
   PinnedBuffer host_ints_, host_logits_;
   int split_;
   StepProfile prof_;
@@ -153,6 +159,12 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   moe_ids_ = ip + sz_.meta_ints;
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
+  // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
+  const char* fp = std::getenv("EMBER_CUDA_FLOAT_PRODUCTS");
+  int8_products_ = !(fp && std::strcmp(fp, "1") == 0);
+  const int64_t widest = std::max({d.hidden, d.q_dim(), d.ffn});
+  int8_scratch_ = DeviceBuffer(std::max(int8_acts_bytes(int64_t(T), widest),
+                                        int8_acts_bytes(int64_t(sz_.moe_items), int64_t(std::max(d.expert_ffn, 1)))));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -263,9 +275,20 @@ void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
   prof_.mark("norm", stream_);
   rmsnorm_rows(x_, rows_, n_rows, w_.output_norm, d.norm_eps, d.hidden, xn_, stream_);
   prof_.mark("output head", stream_);
-  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_);
+  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_, int8_acts(xn_, n_rows, d.hidden, {&w_.output}));
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
   prof_.mark("logits to host", stream_);
+}
+
+const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k,
+                                       std::initializer_list<const DeviceMatrix*> readers) {
+  if (!int8_products_) return nullptr;
+  for (const DeviceMatrix* m : readers)
+    if (m->present() && has_int8_product(m->type)) {
+      acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_);
+      return &acts_;
+    }
+  return nullptr;
 }
 
 void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
@@ -275,9 +298,10 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   prof_.mark("norm", stream_);
   rmsnorm_rows(x_, nullptr, n_tok, L.attn_norm, d.norm_eps, H, xn_, stream_);
   prof_.mark("qkv", stream_);
-  gemv(L.wq, w_.iq, xn_, H, n_tok, q_, QD, stream_);
-  gemv(L.wk, w_.iq, xn_, H, n_tok, k_, KVD, stream_);
-  gemv(L.wv, w_.iq, xn_, H, n_tok, v_, KVD, stream_);
+  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.wq, &L.wk, &L.wv});
+  gemv(L.wq, w_.iq, xn_, H, n_tok, q_, QD, stream_, xq);
+  gemv(L.wk, w_.iq, xn_, H, n_tok, k_, KVD, stream_, xq);
+  gemv(L.wv, w_.iq, xn_, H, n_tok, v_, KVD, stream_, xq);
 
   const KvLayer kv = kv_layer(l);
   QkvArgs qa;
@@ -302,7 +326,7 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   attention(aa, ix_, kv, n_tok, stream_);
 
   prof_.mark("wo", stream_);
-  gemv(L.wo, w_.iq, attn_, QD, n_tok, proj_, H, stream_);
+  gemv(L.wo, w_.iq, attn_, QD, n_tok, proj_, H, stream_, int8_acts(attn_, n_tok, QD, {&L.wo}));
   prof_.mark("residual", stream_);
   add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
 }
@@ -314,12 +338,13 @@ void CudaBackend::dense_ffn(int l, int64_t n_tok) {
   prof_.mark("norm", stream_);
   rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
   prof_.mark("gate + up", stream_);
-  gemv(L.ffn_gate, w_.iq, xn_, H, n_tok, gate_, F, stream_);
-  gemv(L.ffn_up, w_.iq, xn_, H, n_tok, up_, F, stream_);
+  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.ffn_gate, &L.ffn_up});
+  gemv(L.ffn_gate, w_.iq, xn_, H, n_tok, gate_, F, stream_, xq);
+  gemv(L.ffn_up, w_.iq, xn_, H, n_tok, up_, F, stream_, xq);
   prof_.mark("activation", stream_);
   gated_activation(d.activation, gate_, up_, gate_, n_tok * F, stream_);
   prof_.mark("down", stream_);
-  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, proj_, H, stream_);
+  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, proj_, H, stream_, int8_acts(gate_, n_tok, F, {&L.ffn_down}));
   prof_.mark("residual", stream_);
   add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }
@@ -331,14 +356,16 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   prof_.mark("norm", stream_);
   rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
   prof_.mark("router", stream_);
-  gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_);
+  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.router, &L.gate_exps, &L.up_exps});
+  gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
   route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
   prof_.mark("experts", stream_);
   // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.
-  gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_gate_, EF, stream_);
-  gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_up_, EF, stream_);
+  gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_gate_, EF, stream_, xq);
+  gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_up_, EF, stream_, xq);
   gated_activation(d.activation, moe_gate_, moe_up_, moe_gate_, n_tok * K * EF, stream_);
-  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_);
+  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_,
+               int8_acts(moe_gate_, n_tok * K, EF, {&L.down_exps}));
   combine_experts(moe_out_, moe_w_, int(K), n_tok, H, proj_, stream_);
   prof_.mark("residual", stream_);
   add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);

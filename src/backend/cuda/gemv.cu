@@ -130,9 +130,13 @@ void check_shape(const DeviceMatrix& W) {
 }  // namespace
 
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
-          cudaStream_t s) {
+          cudaStream_t s, const Int8Acts* acts) {
   if (n <= 0) return;
   check_shape(W);
+  if (acts && has_int8_product(W.type)) {
+    if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
+    return gemv_int8(W, *acts, Y, ldy, s);
+  }
   auto launch = [&]<GgmlType T>() {
     auto go = [&]<int NT>() {
       const int64_t per_block = kWarps * rows_per_warp<NT>();
@@ -150,9 +154,10 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
 }
 
 void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
-                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s) {
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts) {
   if (n_items <= 0) return;
   check_shape(W);
+  if (acts && has_int8_product(W.type)) return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s);
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
   auto launch = [&]<GgmlType T>() {

@@ -7,19 +7,30 @@
 #include <cstdint>
 
 #include "backend/cuda/device_matrix.h"
+#include "backend/cuda/int8_acts.h"
 
 namespace ember::cuda {
 
 // Y[t * ldy + r] = dot(W row r, X row t) for t < n, r < W.rows. X: n rows of W.k floats, ldx apart.
 // Every token's sums run in the same order whatever n is, so a token's result
 // does not depend on which other tokens share the step.
+// With acts (X rounded by quantize_int8_acts) and a format that has an integer
+// product, that product runs instead of the float one.
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
-          cudaStream_t s);
+          cudaStream_t s, const Int8Acts* acts = nullptr);
 
 // Mixture of experts: item i multiplies expert ids[i] (W.data + ids[i] * W.expert_stride)
-// with X row i / x_div, into Y row i.
+// with X row i / x_div, into Y row i. acts as for gemv.
 void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
-                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s);
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts = nullptr);
+
+// The integer products (gemv_int8.cu), for the formats whose CPU product rounds
+// activations to int8 per 256 elements (Q4_K, Q6_K): the weight codes meet the
+// activation codes of quantize_int8_acts in 4-way integer dot products.
+bool has_int8_product(GgmlType t);
+void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s);
+void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
+                       float* Y, int64_t ldy, cudaStream_t s);
 
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,

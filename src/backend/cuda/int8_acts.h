@@ -1,0 +1,33 @@
+// Activation rows rounded to int8 for the integer products (gemv_int8.cu):
+// per 256 elements one float scale d (amax / 127) and int8 codes, plus the
+// sums of each 16 codes. The rounding is the CPU backend's Q8_K rounding
+// (quant/quantize.cpp), element for element, so both backends multiply the
+// same integers and differ only in the order of their float sums.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember::cuda {
+
+constexpr int kInt8Block = 256;  // elements per scale
+constexpr int kInt8Group = 16;   // elements per stored sum
+
+// n rows of k elements (k a multiple of 256): row t's codes at q + t * k, its
+// scales at d + t * (k / 256), its group sums at sums + t * (k / 16).
+struct Int8Acts {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int32_t* sums = nullptr;
+  int64_t k = 0, n = 0;
+};
+
+// Device memory for up to max_rows rows of up to max_k elements, laid out as above.
+size_t int8_acts_bytes(int64_t max_rows, int64_t max_k);
+
+// Rounds n rows of X (k floats each, ldx apart) into the memory at dst
+// (int8_acts_bytes(n, k) bytes, 16-byte aligned) and returns the view.
+Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s);
+
+}  // namespace ember::cuda
