@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_matrix.h"
+#include "backend/cuda/elementwise.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
 #include "quant/blocks.h"
@@ -238,8 +239,10 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(20261203);
   Tables tab;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-    ASSERT_TRUE(has_int8_product(type));
-    const int64_t rows = 37, k = 768;  // 3 super-blocks: Q4_K 12 pieces, Q6_K 24 per row
+   ASSERT_TRUE(has_int8_product(type));
+   // 3 super-blocks (Q4_K 12 pieces, Q6_K 24 per row: lanes idle), and a real FFN width.
+   for (int64_t k : {768, 8192}) {
+    const int64_t rows = 37;
     const HostMatrix m = random_matrix(type, rows, k, rng);
     DeviceBuffer w = upload(m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
@@ -267,6 +270,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
       if (first.empty()) first = y;
       EXPECT_EQ(0, std::memcmp(first.data(), y.data(), size_t(rows) * 4)) << type_name(type) << " n=" << n;
     }
+   }
   }
 }
 
@@ -296,6 +300,62 @@ TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
       for (int64_t r = 0; r < rows; ++r)
         ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, hx.values.data() + (i / K) * k));
     EXPECT_LE(rel_error(y, ref), 1e-5) << type_name(type);
+  }
+}
+
+// The fused kernels give the bits of the two kernels they replace.
+TEST_F(CudaKernels, FusedNormAndGateRoundAsTheUnfusedKernels) {
+  std::mt19937 rng(17);
+  const int64_t n = 3, k = 1280;
+  const std::vector<float> x = random_floats(n * k, rng), w = random_floats(k, rng), u = random_floats(n * k, rng);
+  DeviceBuffer dx = upload(x), dw = upload(w), du = upload(u);
+  const std::vector<int32_t> rows = {2, 0, 2};
+  DeviceBuffer drows = upload(rows);
+  auto bytes_of = [](const Int8Acts& a) {
+    std::vector<uint8_t> v(size_t(a.n * a.k) + size_t(a.n * a.k / 256) * 4 + size_t(a.n * a.k / 16) * 4);
+    EMBER_CUDA_CHECK(cudaMemcpy(v.data(), a.q, size_t(a.n * a.k), cudaMemcpyDeviceToHost));
+    EMBER_CUDA_CHECK(cudaMemcpy(v.data() + a.n * a.k, a.d, size_t(a.n * a.k / 256) * 4, cudaMemcpyDeviceToHost));
+    EMBER_CUDA_CHECK(cudaMemcpy(v.data() + a.n * a.k + a.n * a.k / 256 * 4, a.sums, size_t(a.n * a.k / 16) * 4,
+                                cudaMemcpyDeviceToHost));
+    return v;
+  };
+  for (const int32_t* r : {static_cast<const int32_t*>(nullptr), static_cast<const int32_t*>(drows.get<int32_t>())}) {
+    DeviceBuffer y1(size_t(n * k) * 4), y2(size_t(n * k) * 4), q1(int8_acts_bytes(n, k)), q2(int8_acts_bytes(n, k));
+    rmsnorm_rows(dx.get<float>(), r, n, dw.get<float>(), 1e-5f, k, y1.get<float>(), nullptr);
+    const Int8Acts a1 = quantize_int8_acts(y1.get<float>(), k, n, k, q1.get(), nullptr);
+    const Int8Acts a2 = rmsnorm_int8_acts(dx.get<float>(), r, n, dw.get<float>(), 1e-5f, k, y2.get<float>(), q2.get(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(download<float>(y1, size_t(n * k)), download<float>(y2, size_t(n * k))) << "norm, rows " << (r != nullptr);
+    EXPECT_EQ(bytes_of(a1), bytes_of(a2)) << "norm, rows " << (r != nullptr);
+  }
+  for (Activation act : {Activation::SiLU, Activation::GeluTanh}) {
+    DeviceBuffer g1 = upload(x), g2 = upload(x), q1(int8_acts_bytes(n, k)), q2(int8_acts_bytes(n, k));
+    gated_activation(act, g1.get<float>(), du.get<float>(), g1.get<float>(), n * k, nullptr);
+    const Int8Acts a1 = quantize_int8_acts(g1.get<float>(), k, n, k, q1.get(), nullptr);
+    const Int8Acts a2 = gated_int8_acts(act, g2.get<float>(), du.get<float>(), g2.get<float>(), n, k, q2.get(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(download<float>(g1, size_t(n * k)), download<float>(g2, size_t(n * k))) << "gate";
+    EXPECT_EQ(bytes_of(a1), bytes_of(a2)) << "gate";
+  }
+}
+
+// With add, a product lands on what Y held: the residual add of wo and down.
+TEST_F(CudaKernels, ProductsAddOntoTheirOutput) {
+  std::mt19937 rng(19);
+  Tables tab;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
+    const int64_t rows = 40, k = 512, n = 3;
+    const HostMatrix m = random_matrix(type, rows, k, rng);
+    DeviceBuffer w = upload(m.bytes);
+    DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
+    const std::vector<float> x = random_floats(n * k, rng), base = random_floats(n * rows, rng);
+    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k)), plain(size_t(n * rows) * 4), added = upload(base);
+    const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+    gemv(dm, tab.t, dx.get<float>(), k, n, plain.get<float>(), rows, nullptr, &a);
+    gemv(dm, tab.t, dx.get<float>(), k, n, added.get<float>(), rows, nullptr, &a, true);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto p = download<float>(plain, size_t(n * rows)), s = download<float>(added, size_t(n * rows));
+    for (size_t i = 0; i < p.size(); ++i) ASSERT_EQ(s[i], base[i] + p[i]) << type_name(type) << " element " << i;
   }
 }
 

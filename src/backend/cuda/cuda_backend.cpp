@@ -100,9 +100,17 @@ class CudaBackend final : public Backend {
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
   void moe_ffn(int l, int64_t n_tok);
-  // X (n rows of k floats) rounded to int8 when one of `readers` has an integer
-  // product, so that rounding happens once per input; else nullptr (float products).
-  const Int8Acts* int8_acts(const float* X, int64_t n, int64_t k, std::initializer_list<const DeviceMatrix*> readers);
+  // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
+  // read an input has an integer product, once per input, fused with the
+  // kernel that makes the input where there is one; else these return nullptr
+  // and the products read floats.
+  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers) const;
+  // xn_ = rmsnorm(x_ rows (rows ? rows[i] : i)) * w.
+  const Int8Acts* norm(const int32_t* rows, int64_t n, const float* w, std::initializer_list<const DeviceMatrix*> readers);
+  // g = act(g) * u, n rows of k.
+  const Int8Acts* gate(float* g, const float* u, int64_t n, int64_t k, const DeviceMatrix& reader);
+  // X (n rows of k floats) as it is.
+  const Int8Acts* int8_acts(const float* X, int64_t n, int64_t k, const DeviceMatrix& reader);
 
   const Model& model_;
   StepLimits lim_;
@@ -273,22 +281,45 @@ void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
     else dense_ffn(l, n_tok);
   }
   prof_.mark("norm", stream_);
-  rmsnorm_rows(x_, rows_, n_rows, w_.output_norm, d.norm_eps, d.hidden, xn_, stream_);
+  const Int8Acts* xq = norm(rows_, n_rows, w_.output_norm, {&w_.output});
   prof_.mark("output head", stream_);
-  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_, int8_acts(xn_, n_rows, d.hidden, {&w_.output}));
+  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_, xq);
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
   prof_.mark("logits to host", stream_);
 }
 
-const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k,
-                                       std::initializer_list<const DeviceMatrix*> readers) {
-  if (!int8_products_) return nullptr;
+bool CudaBackend::wants_int8(std::initializer_list<const DeviceMatrix*> readers) const {
+  if (!int8_products_) return false;
   for (const DeviceMatrix* m : readers)
-    if (m->present() && has_int8_product(m->type)) {
-      acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_);
-      return &acts_;
-    }
-  return nullptr;
+    if (m->present() && has_int8_product(m->type)) return true;
+  return false;
+}
+
+const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w,
+                                  std::initializer_list<const DeviceMatrix*> readers) {
+  const ModelDesc& d = model_.desc();
+  if (!wants_int8(readers)) {
+    rmsnorm_rows(x_, rows, n, w, d.norm_eps, d.hidden, xn_, stream_);
+    return nullptr;
+  }
+  acts_ = rmsnorm_int8_acts(x_, rows, n, w, d.norm_eps, d.hidden, xn_, int8_scratch_.get(), stream_);
+  return &acts_;
+}
+
+const Int8Acts* CudaBackend::gate(float* g, const float* u, int64_t n, int64_t k, const DeviceMatrix& reader) {
+  const Activation a = model_.desc().activation;
+  if (!wants_int8({&reader})) {
+    gated_activation(a, g, u, g, n * k, stream_);
+    return nullptr;
+  }
+  acts_ = gated_int8_acts(a, g, u, g, n, k, int8_scratch_.get(), stream_);
+  return &acts_;
+}
+
+const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k, const DeviceMatrix& reader) {
+  if (!wants_int8({&reader})) return nullptr;
+  acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_);
+  return &acts_;
 }
 
 void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
@@ -296,9 +327,8 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim();
   prof_.mark("norm", stream_);
-  rmsnorm_rows(x_, nullptr, n_tok, L.attn_norm, d.norm_eps, H, xn_, stream_);
+  const Int8Acts* xq = norm(nullptr, n_tok, L.attn_norm, {&L.wq, &L.wk, &L.wv});
   prof_.mark("qkv", stream_);
-  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.wq, &L.wk, &L.wv});
   gemv(L.wq, w_.iq, xn_, H, n_tok, q_, QD, stream_, xq);
   gemv(L.wk, w_.iq, xn_, H, n_tok, k_, KVD, stream_, xq);
   gemv(L.wv, w_.iq, xn_, H, n_tok, v_, KVD, stream_, xq);
@@ -326,9 +356,11 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   attention(aa, ix_, kv, n_tok, stream_);
 
   prof_.mark("wo", stream_);
-  gemv(L.wo, w_.iq, attn_, QD, n_tok, proj_, H, stream_, int8_acts(attn_, n_tok, QD, {&L.wo}));
+  // Without a post-norm the product adds itself onto the residual stream.
+  const bool into_x = L.post_attn_norm == nullptr;
+  gemv(L.wo, w_.iq, attn_, QD, n_tok, into_x ? x_ : proj_, H, stream_, int8_acts(attn_, n_tok, QD, L.wo), into_x);
   prof_.mark("residual", stream_);
-  add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
+  if (!into_x) add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
 }
 
 void CudaBackend::dense_ffn(int l, int64_t n_tok) {
@@ -336,17 +368,17 @@ void CudaBackend::dense_ffn(int l, int64_t n_tok) {
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, F = d.ffn;
   prof_.mark("norm", stream_);
-  rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
+  const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.ffn_gate, &L.ffn_up});
   prof_.mark("gate + up", stream_);
-  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.ffn_gate, &L.ffn_up});
   gemv(L.ffn_gate, w_.iq, xn_, H, n_tok, gate_, F, stream_, xq);
   gemv(L.ffn_up, w_.iq, xn_, H, n_tok, up_, F, stream_, xq);
   prof_.mark("activation", stream_);
-  gated_activation(d.activation, gate_, up_, gate_, n_tok * F, stream_);
+  const Int8Acts* hq = gate(gate_, up_, n_tok, F, L.ffn_down);
   prof_.mark("down", stream_);
-  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, proj_, H, stream_, int8_acts(gate_, n_tok, F, {&L.ffn_down}));
+  const bool into_x = L.post_ffn_norm == nullptr;
+  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, into_x ? x_ : proj_, H, stream_, hq, into_x);
   prof_.mark("residual", stream_);
-  add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
+  if (!into_x) add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }
 
 void CudaBackend::moe_ffn(int l, int64_t n_tok) {
@@ -354,18 +386,16 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, E = d.n_experts, K = d.n_experts_used, EF = d.expert_ffn;
   prof_.mark("norm", stream_);
-  rmsnorm_rows(x_, nullptr, n_tok, L.ffn_norm, d.norm_eps, H, xn_, stream_);
+  const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
   prof_.mark("router", stream_);
-  const Int8Acts* xq = int8_acts(xn_, n_tok, H, {&L.router, &L.gate_exps, &L.up_exps});
   gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
   route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
   prof_.mark("experts", stream_);
   // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.
   gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_gate_, EF, stream_, xq);
   gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_up_, EF, stream_, xq);
-  gated_activation(d.activation, moe_gate_, moe_up_, moe_gate_, n_tok * K * EF, stream_);
-  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_,
-               int8_acts(moe_gate_, n_tok * K, EF, {&L.down_exps}));
+  const Int8Acts* hq = gate(moe_gate_, moe_up_, n_tok * K, EF, L.down_exps);
+  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_, hq);
   combine_experts(moe_out_, moe_w_, int(K), n_tok, H, proj_, stream_);
   prof_.mark("residual", stream_);
   add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);

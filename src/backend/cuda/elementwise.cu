@@ -3,7 +3,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/elementwise.h"
-#include "backend/cuda/warp_reduce.cuh"
+#include "backend/cuda/row_ops.cuh"
 
 namespace ember::cuda {
 
@@ -11,52 +11,24 @@ namespace {
 
 constexpr int kNormThreads = 256;
 
-// Sum over the block of threads (kNormThreads), returned to every thread.
-__device__ float block_sum(float v) {
-  __shared__ float part[kNormThreads / 32];
-  v = warp_sum(v);
-  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float s = 0.f;
-#pragma unroll
-  for (int i = 0; i < kNormThreads / 32; ++i) s += part[i];
-  __syncthreads();  // part may be reused by the next call
-  return s;
-}
-
-__device__ float row_inv_rms(const float* x, int64_t n, float eps) {
-  float ss = 0.f;
-  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) ss = fmaf(x[i], x[i], ss);
-  return rsqrtf(block_sum(ss) / float(n) + eps);
-}
-
 __global__ void rmsnorm_kernel(const float* x, const int32_t* rows, const float* w, float eps, int64_t n_cols, float* y) {
   const int64_t i = blockIdx.x;
   const float* xr = x + (rows ? int64_t(rows[i]) : i) * n_cols;
-  const float inv = row_inv_rms(xr, n_cols, eps);
-  for (int64_t j = threadIdx.x; j < n_cols; j += kNormThreads) y[i * n_cols + j] = xr[j] * inv * w[j];
+  const float inv = row_inv_rms<kNormThreads>(xr, n_cols, eps);
+  for (int64_t j = threadIdx.x; j < n_cols; j += kNormThreads) y[i * n_cols + j] = normed(xr[j], inv, w[j]);
 }
 
 __global__ void residual_kernel(float* x, const float* p, const float* post_norm, float eps, int64_t n_cols) {
   const int64_t i = blockIdx.x;
   const float* pr = p + i * n_cols;
-  const float inv = post_norm ? row_inv_rms(pr, n_cols, eps) : 1.f;
+  const float inv = post_norm ? row_inv_rms<kNormThreads>(pr, n_cols, eps) : 1.f;
   for (int64_t j = threadIdx.x; j < n_cols; j += kNormThreads)
-    x[i * n_cols + j] += post_norm ? pr[j] * inv * post_norm[j] : pr[j];
+    x[i * n_cols + j] += post_norm ? normed(pr[j], inv, post_norm[j]) : pr[j];
 }
 
-__global__ void silu_mul_kernel(const float* g, const float* u, float* h, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float x = g[i];
-    h[i] = x / (1.f + expf(-x)) * u[i];
-  }
-}
-
-__global__ void gelu_mul_kernel(const float* g, const float* u, float* h, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float x = g[i];
-    h[i] = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[i];
-  }
+__global__ void gated_kernel(Activation a, const float* g, const float* u, float* h, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    h[i] = gated(a, g[i], u[i]);
 }
 
 __global__ void softcap_kernel(float* x, int64_t n, float cap) {
@@ -84,8 +56,7 @@ void add_residual(float* x, const float* p, const float* post_norm, float eps, i
 
 void gated_activation(Activation a, const float* gate, const float* up, float* h, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  if (a == Activation::SiLU) silu_mul_kernel<<<flat_blocks(n), 256, 0, s>>>(gate, up, h, n);
-  else gelu_mul_kernel<<<flat_blocks(n), 256, 0, s>>>(gate, up, h, n);
+  gated_kernel<<<flat_blocks(n), 256, 0, s>>>(a, gate, up, h, n);
   EMBER_CUDA_LAUNCHED("gated_activation");
 }
 

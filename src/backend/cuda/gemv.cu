@@ -72,7 +72,7 @@ constexpr int rows_per_warp() { return NT <= 2 ? 4 : 2; }
 template <GgmlType T, int NT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k,
                                                           IqTables tab, const float* X, int64_t ldx, int64_t n,
-                                                          float* Y, int64_t ldy) {
+                                                          float* Y, int64_t ldy, bool add) {
   constexpr int R = rows_per_warp<NT>();
   const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
@@ -87,7 +87,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const uint8_t* W, siz
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t)
-        if (t0 + t < n && r0 + r < rows) Y[(t0 + t) * ldy + r0 + r] = acc[r][t];
+        if (t0 + t < n && r0 + r < rows) {
+          float& y = Y[(t0 + t) * ldy + r0 + r];
+          y = add ? y + acc[r][t] : acc[r][t];
+        }
   }
 }
 
@@ -130,19 +133,19 @@ void check_shape(const DeviceMatrix& W) {
 }  // namespace
 
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
-          cudaStream_t s, const Int8Acts* acts) {
+          cudaStream_t s, const Int8Acts* acts, bool add) {
   if (n <= 0) return;
   check_shape(W);
   if (acts && has_int8_product(W.type)) {
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
-    return gemv_int8(W, *acts, Y, ldy, s);
+    return gemv_int8(W, *acts, Y, ldy, s, add);
   }
   auto launch = [&]<GgmlType T>() {
     auto go = [&]<int NT>() {
       const int64_t per_block = kWarps * rows_per_warp<NT>();
       const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
       gemv_kernel<T, NT><<<dim3(blocks, unsigned((n + NT - 1) / NT)), kWarps * 32, 0, s>>>(
-          W.data, W.row_stride, W.rows, W.k, tab, X, ldx, n, Y, ldy);
+          W.data, W.row_stride, W.rows, W.k, tab, X, ldx, n, Y, ldy, add);
     };
     if (n == 1) go.template operator()<1>();
     else if (n == 2) go.template operator()<2>();

@@ -15,9 +15,10 @@ namespace ember::cuda {
 // Every token's sums run in the same order whatever n is, so a token's result
 // does not depend on which other tokens share the step.
 // With acts (X rounded by quantize_int8_acts) and a format that has an integer
-// product, that product runs instead of the float one.
+// product, that product runs instead of the float one. With add, Y += the
+// products instead (a residual add without a kernel of its own).
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
-          cudaStream_t s, const Int8Acts* acts = nullptr);
+          cudaStream_t s, const Int8Acts* acts = nullptr, bool add = false);
 
 // Mixture of experts: item i multiplies expert ids[i] (W.data + ids[i] * W.expert_stride)
 // with X row i / x_div, into Y row i. acts as for gemv.
@@ -28,7 +29,7 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
 // activations to int8 per 256 elements (Q4_K, Q6_K): the weight codes meet the
 // activation codes of quantize_int8_acts in 4-way integer dot products.
 bool has_int8_product(GgmlType t);
-void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s);
+void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add = false);
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s);
 

@@ -18,8 +18,6 @@ namespace ember::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kRows = 2;     // rows per warp
 constexpr int kMaxTile = 8;  // tokens one pass multiplies
 
 // One token's activation row, as the products read it.
@@ -135,8 +133,10 @@ struct Int8Format<GgmlType::Q6_K> {
 };
 
 // R rows (row0.. ; rows past the matrix repeat its last row, computed and never
-// written) against NT activation rows; acc[r][t] ends in every lane.
-template <GgmlType T, int NT, int R>
+// written) against NT activation rows; acc[r][t] ends in every lane. Each lane
+// loads U pieces of every row before multiplying any, so that many loads are in
+// flight per lane; the sums still run piece after piece in index order.
+template <GgmlType T, int NT, int R, int U>
 __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_t row0, int64_t rows, int64_t blocks,
                                          const ActRow (&x)[NT], float (&acc)[R][NT]) {
   using F = Int8Format<T>;
@@ -149,16 +149,24 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int64_t pieces = blocks * F::kPieces;
-  for (int64_t p = lane; p < pieces; p += 32) {
-    const int64_t sb = p / F::kPieces;
-    const int pp = int(p % F::kPieces);
-    typename F::Piece w[R];
+  for (int64_t p0 = lane; p0 < pieces; p0 += 32 * U) {
+    typename F::Piece w[U][R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) F::load(row[r], sb, pp, w[r]);
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = p0 + 32 * u;
+      if (p < pieces)
 #pragma unroll
-    for (int t = 0; t < NT; ++t)
+        for (int r = 0; r < R; ++r) F::load(row[r], p / F::kPieces, int(p % F::kPieces), w[u][r]);
+    }
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[r][t] += F::dot(w[r], x[t], sb, pp);
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = p0 + 32 * u;
+      if (p < pieces)
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[r][t] += F::dot(w[u][r], x[t], p / F::kPieces, int(p % F::kPieces));
+    }
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -166,45 +174,64 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
     for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
 }
 
+// How a launch divides the work: warps per block, rows per warp, pieces each
+// lane loads ahead.
+template <int Warps, int Rows, int Unroll, int MinBlocks = 1>
+struct Shape {
+  static constexpr int kWarps = Warps, kRows = Rows, kUnroll = Unroll, kMinBlocks = MinBlocks;
+  static unsigned row_blocks(int64_t rows) { return unsigned((rows + Warps * Rows - 1) / (Warps * Rows)); }
+};
+
 // Tile blockIdx.y covers tokens [NT * y, NT * y + NT); tokens past n repeat the
 // last one and are not written.
-template <GgmlType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) gemv_int8_kernel(const uint8_t* W, size_t stride, int64_t rows,
-                                                               Int8Acts a, float* Y, int64_t ldy) {
-  const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * kRows;
+template <GgmlType T, int NT, class S>
+__global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kernel(const uint8_t* W, size_t stride, int64_t rows,
+                                                                  Int8Acts a, float* Y, int64_t ldy, bool add) {
+  constexpr int R = S::kRows;
+  const int64_t r0 = (int64_t(blockIdx.x) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   const int64_t t0 = int64_t(blockIdx.y) * NT;
   ActRow x[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) x[t] = act_row(a, min(t0 + t, a.n - 1));
-  float acc[kRows][NT];
-  rows_dot<T, NT, kRows>(W, stride, r0, rows, a.k / 256, x, acc);
+  float acc[R][NT];
+  rows_dot<T, NT, R, S::kUnroll>(W, stride, r0, rows, a.k / 256, x, acc);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t)
-        if (t0 + t < a.n && r0 + r < rows) Y[(t0 + t) * ldy + r0 + r] = acc[r][t];
+        if (t0 + t < a.n && r0 + r < rows) {
+          float& y = Y[(t0 + t) * ldy + r0 + r];
+          y = add ? y + acc[r][t] : acc[r][t];
+        }
   }
 }
 
-template <GgmlType T>
-__global__ void __launch_bounds__(kWarps * 32) gemv_int8_experts_kernel(const uint8_t* W, size_t stride,
-                                                                       size_t expert_stride, int64_t rows,
-                                                                       const int32_t* ids, Int8Acts a, int x_div,
-                                                                       float* Y, int64_t ldy) {
-  const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * kRows;
+template <GgmlType T, class S>
+__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(const uint8_t* W, size_t stride,
+                                                                          size_t expert_stride, int64_t rows,
+                                                                          const int32_t* ids, Int8Acts a, int x_div,
+                                                                          float* Y, int64_t ldy) {
+  constexpr int R = S::kRows;
+  const int64_t r0 = (int64_t(blockIdx.x) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   const int64_t item = blockIdx.y;
   const ActRow x[1] = {act_row(a, item / x_div)};
-  float acc[kRows][1];
-  rows_dot<T, 1, kRows>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, a.k / 256, x, acc);
+  float acc[R][1];
+  rows_dot<T, 1, R, S::kUnroll>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, a.k / 256, x, acc);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < R; ++r)
       if (r0 + r < rows) Y[item * ldy + r0 + r] = acc[r][0];
   }
 }
+
+// Measured on the H200 against six other shapes (2-8 warps, 1-4 rows per warp,
+// 1-4 pieces loaded ahead, register caps through minimum blocks per SM): the
+// others hold more registers for fewer resident warps, or spill, and lose at
+// every batch size but 1, where a 64-register cap gained about 2%.
+using DefaultShape = Shape<4, 2, 1>;
 
 template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
@@ -225,19 +252,19 @@ void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
     throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
 }
 
-unsigned row_blocks(const DeviceMatrix& W) { return unsigned((W.rows + kWarps * kRows - 1) / (kWarps * kRows)); }
 
 }  // namespace
 
 bool has_int8_product(GgmlType t) { return dispatch_int8(t, NoLaunch{}); }
 
-void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s) {
+void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add) {
   if (a.n <= 0) return;
   check_acts(W, a);
   auto launch = [&]<GgmlType T>() {
+    using S = DefaultShape;
     auto go = [&]<int NT>() {
-      gemv_int8_kernel<T, NT><<<dim3(row_blocks(W), unsigned((a.n + NT - 1) / NT)), kWarps * 32, 0, s>>>(
-          W.data, W.row_stride, W.rows, a, Y, ldy);
+      gemv_int8_kernel<T, NT, S><<<dim3(S::row_blocks(W.rows), unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(
+          W.data, W.row_stride, W.rows, a, Y, ldy, add);
     };
     if (a.n == 1) go.template operator()<1>();
     else if (a.n == 2) go.template operator()<2>();
@@ -252,8 +279,9 @@ void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts
                        float* Y, int64_t ldy, cudaStream_t s) {
   if (n_items <= 0) return;
   check_acts(W, a);
+  using S = DefaultShape;
   auto launch = [&]<GgmlType T>() {
-    gemv_int8_experts_kernel<T><<<dim3(row_blocks(W), unsigned(n_items)), kWarps * 32, 0, s>>>(
+    gemv_int8_experts_kernel<T, S><<<dim3(S::row_blocks(W.rows), unsigned(n_items)), S::kWarps * 32, 0, s>>>(
         W.data, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, Y, ldy);
   };
   if (!dispatch_int8(W.type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));

@@ -1,6 +1,7 @@
 // Rounding activations to int8: one warp per 256-element block, each lane 8 elements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/int8_acts.h"
+#include "backend/cuda/row_ops.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
@@ -23,16 +24,10 @@ Layout layout(int64_t rows, int64_t k) {
   return l;
 }
 
-__global__ void __launch_bounds__(kWarps * 32) quantize_kernel(const float* X, int64_t ldx, int64_t k, int64_t blocks,
-                                                              int8_t* q, float* d, int32_t* sums) {
-  const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  const int64_t per_row = k / kInt8Block;
-  if (b >= blocks) return;
-  const int64_t t = b / per_row, j = b % per_row;
+// Rounds one 256-element block, 8 elements per lane (lane l holds elements
+// 8l .. 8l + 7), into its codes, scale and group sums.
+__device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, float* d, int32_t* sums) {
   const int lane = threadIdx.x & 31;
-  const float4* x = reinterpret_cast<const float4*>(X + t * ldx + j * kInt8Block + 8 * lane);
-  const float4 v0 = x[0], v1 = x[1];
-  const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
   float amax = 0.f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
@@ -47,21 +42,79 @@ __global__ void __launch_bounds__(kWarps * 32) quantize_kernel(const float* X, i
     sum += c;
     packed[i / 4] |= uint32_t(uint8_t(int8_t(c))) << (8 * (i % 4));
   }
-  reinterpret_cast<uint2*>(q + t * k + j * kInt8Block)[lane] = make_uint2(packed[0], packed[1]);
+  reinterpret_cast<uint2*>(q)[lane] = make_uint2(packed[0], packed[1]);
   // Lanes 2g and 2g + 1 hold group g's 16 codes.
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  if ((lane & 1) == 0) sums[t * (k / kInt8Group) + j * (kInt8Block / kInt8Group) + lane / 2] = sum;
-  if (lane == 0) d[t * per_row + j] = scale;
+  if ((lane & 1) == 0) sums[lane / 2] = sum;
+  if (lane == 0) *d = scale;
 }
 
-}  // namespace
-
-size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
-  const int64_t k = (max_k + kInt8Block - 1) / kInt8Block * kInt8Block;
-  return layout(max_rows, k).sums + align16(size_t(max_rows * (k / kInt8Group)) * sizeof(int32_t));
+// Where block j of row t goes.
+struct BlockOut {
+  int8_t* q;
+  float* d;
+  int32_t* sums;
+};
+__device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int64_t j) {
+  return {const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block, const_cast<float*>(a.d) + t * (a.k / kInt8Block) + j,
+          const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group)};
 }
 
-Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
+// One warp per block of 256 elements.
+__global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int64_t ldx, Int8Acts a) {
+  const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  const int64_t per_row = a.k / kInt8Block;
+  if (b >= a.n * per_row) return;
+  const int64_t t = b / per_row, j = b % per_row;
+  const float4* x = reinterpret_cast<const float4*>(X + t * ldx + j * kInt8Block) + 2 * (threadIdx.x & 31);
+  const float4 v0 = x[0], v1 = x[1];
+  const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+  const BlockOut o = block_out(a, t, j);
+  round_block(v, o.q, o.d, o.sums);
+}
+
+// RMSNorm of a row (one thread block per row) as rmsnorm_rows computes it,
+// written as floats and rounded, each warp taking every kNormWarps-th block.
+constexpr int kNormWarps = 8;
+__global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const float* x, const int32_t* rows,
+                                                                       const float* w, float eps, float* y, Int8Acts a) {
+  const int64_t i = blockIdx.x;
+  const float* xr = x + (rows ? int64_t(rows[i]) : i) * a.k;
+  const float inv = row_inv_rms<kNormWarps * 32>(xr, a.k, eps);
+  const int lane = threadIdx.x & 31;
+  for (int64_t j = threadIdx.x >> 5; j < a.k / kInt8Block; j += kNormWarps) {
+    const int64_t e = j * kInt8Block + 8 * lane;
+    float v[8];
+#pragma unroll
+    for (int m = 0; m < 8; ++m) v[m] = normed(xr[e + m], inv, w[e + m]);
+    float4* yo = reinterpret_cast<float4*>(y + i * a.k + e);
+    yo[0] = make_float4(v[0], v[1], v[2], v[3]);
+    yo[1] = make_float4(v[4], v[5], v[6], v[7]);
+    const BlockOut o = block_out(a, i, j);
+    round_block(v, o.q, o.d, o.sums);
+  }
+}
+
+// h = act(gate) * up as gated_activation computes it, written and rounded; one warp per block.
+__global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act, const float* g, const float* u,
+                                                                 float* h, Int8Acts a) {
+  const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  const int64_t per_row = a.k / kInt8Block;
+  if (b >= a.n * per_row) return;
+  const int64_t t = b / per_row, j = b % per_row;
+  const int64_t e = t * a.k + j * kInt8Block + 8 * (threadIdx.x & 31);
+  float v[8];
+#pragma unroll
+  for (int m = 0; m < 8; ++m) v[m] = gated(act, g[e + m], u[e + m]);
+  float4* ho = reinterpret_cast<float4*>(h + e);
+  ho[0] = make_float4(v[0], v[1], v[2], v[3]);
+  ho[1] = make_float4(v[4], v[5], v[6], v[7]);
+  const BlockOut o = block_out(a, t, j);
+  round_block(v, o.q, o.d, o.sums);
+}
+
+// The view of dst for n rows of k, after checking k.
+Int8Acts view(int64_t n, int64_t k, void* dst) {
   if (k % kInt8Block != 0)
     throw Error("CUDA backend: int8 activations need rows of whole 256-element blocks, not " + std::to_string(k));
   const Layout l = layout(n, k);
@@ -72,11 +125,41 @@ Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, v
   a.sums = reinterpret_cast<int32_t*>(base + l.sums);
   a.k = k;
   a.n = n;
+  return a;
+}
+
+unsigned warp_blocks(const Int8Acts& a) { return unsigned((a.n * (a.k / kInt8Block) + kWarps - 1) / kWarps); }
+
+}  // namespace
+
+size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
+  const int64_t k = (max_k + kInt8Block - 1) / kInt8Block * kInt8Block;
+  return layout(max_rows, k).sums + align16(size_t(max_rows * (k / kInt8Group)) * sizeof(int32_t));
+}
+
+Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
+  const Int8Acts a = view(n, k, dst);
   if (n <= 0) return a;
-  const int64_t blocks = n * (k / kInt8Block);
-  quantize_kernel<<<unsigned((blocks + kWarps - 1) / kWarps), kWarps * 32, 0, s>>>(
-      X, ldx, k, blocks, const_cast<int8_t*>(a.q), const_cast<float*>(a.d), const_cast<int32_t*>(a.sums));
+  round_kernel<<<warp_blocks(a), kWarps * 32, 0, s>>>(X, ldx, a);
   EMBER_CUDA_LAUNCHED("quantize_int8_acts");
+  return a;
+}
+
+Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const float* w, float eps, int64_t k,
+                           float* y, void* dst, cudaStream_t s) {
+  const Int8Acts a = view(n, k, dst);
+  if (n <= 0) return a;
+  rmsnorm_round_kernel<<<unsigned(n), kNormWarps * 32, 0, s>>>(x, rows, w, eps, y, a);
+  EMBER_CUDA_LAUNCHED("rmsnorm_int8_acts");
+  return a;
+}
+
+Int8Acts gated_int8_acts(Activation act, const float* gate, const float* up, float* h, int64_t n, int64_t k, void* dst,
+                         cudaStream_t s) {
+  const Int8Acts a = view(n, k, dst);
+  if (n <= 0) return a;
+  gated_round_kernel<<<warp_blocks(a), kWarps * 32, 0, s>>>(act, gate, up, h, a);
+  EMBER_CUDA_LAUNCHED("gated_int8_acts");
   return a;
 }
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "model/descriptor.h"
+
 namespace ember::cuda {
 
 constexpr int kInt8Block = 256;  // elements per scale
@@ -29,5 +31,14 @@ size_t int8_acts_bytes(int64_t max_rows, int64_t max_k);
 // Rounds n rows of X (k floats each, ldx apart) into the memory at dst
 // (int8_acts_bytes(n, k) bytes, 16-byte aligned) and returns the view.
 Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s);
+
+// One kernel instead of two where the rounded rows are made:
+// y row i = rmsnorm(x row (rows ? rows[i] : i)) * w, exactly as rmsnorm_rows
+// computes it (rows of k, x rows k apart), and its rounding into dst;
+Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const float* w, float eps, int64_t k,
+                           float* y, void* dst, cudaStream_t s);
+// h = act(gate) * up exactly as gated_activation computes it (n rows of k), and its rounding into dst.
+Int8Acts gated_int8_acts(Activation act, const float* gate, const float* up, float* h, int64_t n, int64_t k, void* dst,
+                         cudaStream_t s);
 
 }  // namespace ember::cuda
