@@ -16,6 +16,11 @@ ServerProbe::ServerProbe(Endpoint ep, pid_t pid) : ep_(std::move(ep)), pid_(pid)
   }
 }
 
+ServerProbe::~ServerProbe() {
+  sampling_ = false;
+  if (thread_.joinable()) thread_.join();
+}
+
 std::optional<double> ServerProbe::cpu_seconds() const {
   if (cpu_source_ == "/proc") return process_cpu_seconds(pid_);
   if (cpu_source_ == "/metrics")

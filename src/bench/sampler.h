@@ -29,6 +29,9 @@ struct MemoryPeak {
 class ServerProbe {
  public:
   ServerProbe(Endpoint ep, pid_t pid);
+  ~ServerProbe();  // stops a sampling thread that end() did not (a scenario that threw)
+  ServerProbe(const ServerProbe&) = delete;
+  ServerProbe& operator=(const ServerProbe&) = delete;
   // "/proc", "/metrics" or "" when the server's CPU time cannot be read.
   const std::string& cpu_source() const { return cpu_source_; }
   std::optional<double> cpu_seconds() const;
