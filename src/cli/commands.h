@@ -15,5 +15,6 @@ void add_text_tools(CLI::App& app);  // tokenize, detokenize, chat-template
 void add_perplexity(CLI::App& app);
 void add_serve(CLI::App& app);  // the HTTP server
 void add_launch(CLI::App& app);  // a coding tool on an ember server
+void add_bench(CLI::App& app);   // benchmark scenarios over HTTP
 
 }  // namespace ember::cli
