@@ -132,6 +132,16 @@ TEST(ResponseFormat, SchemasBecomeConstraintsOrAreRefused) {
   for (const char* bad : {R"({"type": "yaml"})", R"("json")", R"({"type": "json_schema"})",
                           R"({"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a+"}}})"})
     EXPECT_EQ(status_of([&] { with(bad); }), 400) << bad;
+  // oneOf: accepted when its branches cannot overlap, else a 400 that names oneOf.
+  EXPECT_TRUE(with(R"({"type": "json_schema", "json_schema": {"schema": {"oneOf": [{"type": "string"}, {"type": "null"}]}}})")
+                  .gen.constraint);
+  try {
+    with(R"({"type": "json_schema", "json_schema": {"schema": {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}}})");
+    FAIL() << "an overlapping oneOf was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("oneOf branches 0 and 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ToolCallResponses, OpenAiMessageAndAnthropicBlocks) {
