@@ -107,6 +107,16 @@ TEST(ToolChoice, RequiredOrNamedCallsAreConstrainedOthersNot) {
                                     qwen3_model());
             }),
             400);
+  // A tool without a named function is refused (the load test sends one), not skipped.
+  for (const char* tools : {R"([{"type": "function"}])", R"([{"type": "function", "function": {}}])",
+                            R"([{"type": "function", "function": {"name": 3}}])"})
+    EXPECT_EQ(status_of([&] {
+                parse_chat_completion(parse_json_object(std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") +
+                                                        tools + "}"),
+                                      qwen3_model());
+              }),
+              400)
+        << tools;
   // A tool whose parameters refer to their own $defs: the refs still resolve inside the call's grammar.
   const OpenAiCall with_refs = parse_chat_completion(parse_json_object(R"({"messages": [{"role": "user", "content": "x"}],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
