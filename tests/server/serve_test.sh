@@ -82,4 +82,10 @@ node "$here/sdk/defaults_test.mjs" "$url" "$key" || status=$?
 [ $status -eq 0 ] && { node "$here/sdk/structured_test.mjs" "$url" "$key" || status=$?; }
 stop_server "$work/defaults.log" || status=1
 [ $status -eq 0 ] || { echo "FAIL: the Llama 3 / default sampling server"; tail -n 30 "$work/defaults.log"; exit 1; }
-echo "serve: SDK tests, load test, Llama 3 tool calls, model default sampling and clean shutdowns passed"
+# `ember run` takes the same defaults where no flag is given; a flag wins.
+run_defaults() { "$ember" run --model "$work/defaults/tiny.gguf" --threads 2 -n 8 --seed 3 "$@" Hello 2>/dev/null; }
+if [ "$(run_defaults)" != "$(run_defaults --temp 0.9)" ] || [ "$(run_defaults)" = "$(run_defaults --temp 0)" ]; then
+  echo "FAIL: ember run does not sample with the model's default temperature"
+  exit 1
+fi
+echo "serve: SDK tests, load test, Llama 3 tool calls, model default sampling (server and run) and clean shutdowns passed"
