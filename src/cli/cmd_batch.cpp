@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/flag_checks.h"
+#include "cli/model_sampling_flags.h"
 #include "engine/sampling_validation.h"
 #include "util/error.h"
 
@@ -87,13 +88,14 @@ GenerationRequest parse_line(const json& j, const BatchOptions& o, const LoadedE
   return r;
 }
 
-void batch(const BatchOptions& o) {
+void batch(BatchOptions o, const CLI::App& cmd) {
   std::ifstream in(o.in);
   if (!in) throw Error("cannot open " + o.in);
   std::FILE* out = o.out == "-" ? stdout : std::fopen(o.out.c_str(), "w");
   if (!out) throw Error("cannot write " + o.out);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(out == stdout ? nullptr : out, std::fclose);
   LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/0);
+  apply_model_sampling(cmd, *e.model, o.sp);  // a line's own fields still win
 
   struct Item {
     json id;
@@ -161,7 +163,7 @@ void add_batch(CLI::App& app) {
   cmd->add_option("-n,--max-tokens", o.max_tokens, "Default max_tokens for lines without one")
       ->check(integer_in("max tokens", 1, INT32_MAX));
   add_sampling_flags(cmd, o.sp);
-  cmd->callback([] { batch(o); });
+  cmd->callback([cmd] { batch(o, *cmd); });
 }
 
 }  // namespace ember::cli

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/flag_checks.h"
+#include "cli/model_sampling_flags.h"
 #include "tokenizer/cli_commands.h"
 #include "util/error.h"
 
@@ -44,11 +45,12 @@ std::vector<int32_t> prompt_ids(const RunOptions& o, const LoadedEngine& e) {
   return chat::encode_chat(tok, tok.chat_template(), req).ids;
 }
 
-void run(RunOptions o) {
+void run(RunOptions o, const CLI::App& cmd) {
   // One request and then exit: nothing would ever reuse a cached prefix, and
   // keeping one costs a last step to store the final token.
   o.engine.no_prefix_cache = true;
   LoadedEngine e = load_engine(o.engine, /*default_kv_contexts=*/1);
+  apply_model_sampling(cmd, *e.model, o.sp);
   GenerationRequest req;
   req.prompt = prompt_ids(o, e);
   req.max_tokens = o.n;
@@ -98,9 +100,9 @@ void add_run(CLI::App& app) {
   cmd->add_option("-n,--max-tokens", o.n, "Tokens to generate")->check(integer_in("max tokens", 1, INT32_MAX));
   add_sampling_flags(cmd, o.sp);
   cmd->add_option("--stop", o.stops, "Stop string (repeatable)");
-  cmd->callback([] {
+  cmd->callback([cmd] {
     if (o.prompt.empty() && o.ids.empty()) throw Error("give a prompt or --ids");
-    run(o);
+    run(o, *cmd);
   });
 }
 

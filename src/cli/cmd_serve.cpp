@@ -14,7 +14,9 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/flag_checks.h"
+#include "model/sampling_defaults.h"
 #include "server/http_server.h"
+#include "server/json_fields.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -92,11 +94,15 @@ void serve(ServeOptions o) {
   ctx.model.context = e.backend->limits().max_context;
   ctx.model.token_trie = std::make_shared<const grammar::TokenTrie>(*e.tok);  // once, for every constrained request
   ctx.model.created = int64_t(std::time(nullptr));
+  ctx.model.sampling_defaults = sampling_defaults(*e.model);
+  ctx.model.sampling = server::model_sampling(ctx.model.sampling_defaults);
   ctx.engine = e.engine.get();
   if (!ctx.stopping) {
     ctx.ready = true;
-    std::fprintf(stderr, "ember serve: ready on %s: model \"%s\", context %d, parallel %d\n", address.c_str(),
-                 ctx.model.id.c_str(), ctx.model.context, o.engine.parallel);
+    const std::string defaults = ctx.model.sampling_defaults.describe();
+    std::fprintf(stderr, "ember serve: ready on %s: model \"%s\", context %d, parallel %d, default sampling: %s\n",
+                 address.c_str(), ctx.model.id.c_str(), ctx.model.context, o.engine.parallel,
+                 defaults.empty() ? "greedy (the model sets none)" : defaults.c_str());
   }
   http_thread.join();
   // Every stream is cancelled and every connection closed: the engine must hold no block but the cache's.

@@ -239,6 +239,7 @@ EngineStats EngineCore::stats() const {
   st.waiting = int(sched_.waiting().size());
   st.blocks_total = kv_.allocator().n_blocks();
   st.blocks_free = kv_.allocator().free_blocks();
+  if (live_.empty()) st.blocks_cached = kv_.cached_blocks();
   st.cached_tokens = kv_.cache() ? kv_.cache()->cached_tokens() : 0;
   st.host_slots = kv_.host_slots();
   st.host_slots_used = kv_.host_slots_used();

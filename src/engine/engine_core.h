@@ -28,6 +28,10 @@ struct EngineOptions {
 struct EngineStats {
   int running = 0, waiting = 0;
   int blocks_total = 0, blocks_free = 0;
+  // Blocks the prefix cache holds, counted only while no request is live (-1
+  // otherwise: the count walks the cache, which a decode step should not pay
+  // for). Then blocks_total - blocks_free - blocks_cached is 0 unless blocks leak.
+  int blocks_cached = -1;
   int64_t cached_tokens = 0;  // tokens held by the prefix cache (device and host)
   int host_slots = 0, host_slots_used = 0;  // the prefix cache's host tier, in blocks
   int64_t restored_blocks = 0;              // blocks brought back from the host tier

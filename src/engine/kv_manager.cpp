@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <string>
 
 #include "engine/backend.h"
@@ -90,6 +91,13 @@ void KvManager::run_copies(Backend& backend) {
     alloc_.release(c.src);
   }
   copies_.clear();
+}
+
+int KvManager::cached_blocks() const {
+  if (!cache_enabled_) return 0;
+  std::vector<int> refs(size_t(alloc_.n_blocks()), 0);
+  cache_.count_references(refs);
+  return int(std::count_if(refs.begin(), refs.end(), [](int r) { return r > 0; }));
 }
 
 void KvManager::check_accounting(const std::vector<const Sequence*>& holders) const {

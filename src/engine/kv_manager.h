@@ -37,6 +37,8 @@ class KvManager {
   BlockAllocator& allocator() { return alloc_; }
   const BlockAllocator& allocator() const { return alloc_; }
   const PrefixCache* cache() const { return cache_enabled_ ? &cache_ : nullptr; }
+  // Device blocks the prefix cache references (each counted once); walks the cache.
+  int cached_blocks() const;
 
   // Gives a waiting sequence the cached prefix of its tokens (all but the
   // last, which must be fed to get logits): sets its blocks and n_computed.

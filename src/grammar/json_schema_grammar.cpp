@@ -6,7 +6,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
+#include "grammar/schema_disjoint.h"
 #include "util/error.h"
 
 namespace ember::grammar {
@@ -58,6 +60,12 @@ class SchemaCompiler {
       if (s.contains(key)) {
         const json& list = s[key];
         if (!list.is_array() || list.empty()) throw Error(std::string("schema: ") + key + " must be a non-empty array");
+        // oneOf is anyOf once no value can match two branches (schema_disjoint.h).
+        if (key == std::string_view("oneOf"))
+          if (auto pair = oneof_overlap(list, root_))
+            throw Error("schema: oneOf branches " + *pair + " may both match one value, and exactly-one cannot be "
+                        "enforced; oneOf is supported when its branches differ in type, in const/enum values, or in "
+                        "the const value of a property both require (else use anyOf)");
         std::vector<Sequence> alts;
         for (const json& sub : list) alts.push_back({g_.ref(value(sub, depth + 1))});
         return g_.rule(std::move(alts));

@@ -3,8 +3,8 @@
 //
 // Supported: type (one or a list), enum, const, properties / required /
 // additionalProperties, items / minItems / maxItems, minLength / maxLength,
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum, anyOf / oneOf,
-// allOf with one member, $ref to "#" and "#/$defs/..." or "#/definitions/...".
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum, anyOf, oneOf whose
+// branches are provably disjoint (schema_disjoint.h; else refused), allOf with one member, $ref to "#" and "#/$defs/..." or "#/definitions/...".
 // Unsupported keywords that would restrict values (pattern, not, ...) are
 // refused rather than silently ignored; descriptive ones (title, format,
 // description, default, ...) are ignored.

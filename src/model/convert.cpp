@@ -7,6 +7,7 @@
 #include "model/gguf_export.h"
 #include "model/loaders.h"
 #include "model/quant_mix.h"
+#include "model/sampling_defaults.h"
 #include "quant/quant.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -88,10 +89,13 @@ void convert_hf_to_gguf(const std::string& dir, const std::string& out_path, con
   opt.name = std::filesystem::path(dir).filename().string();
   opt.progress = progress;
   const bool has_tokenizer = std::filesystem::exists(std::filesystem::path(dir) / "tokenizer.json");
-  if (has_tokenizer) {
-    auto tok = std::make_shared<Tokenizer>(Tokenizer::from_hf_path(dir));
-    opt.extra_metadata = [tok, vocab = f.desc.vocab](gguf::Writer& w) { tok->write_gguf(w, vocab); };
-  }
+  // The tokenizer and the default sampling of generation_config.json travel into the file.
+  std::shared_ptr<Tokenizer> tok;
+  if (has_tokenizer) tok = std::make_shared<Tokenizer>(Tokenizer::from_hf_path(dir));
+  opt.extra_metadata = [tok, vocab = f.desc.vocab, sampling = sampling_defaults_in_folder(dir)](gguf::Writer& w) {
+    if (tok) tok->write_gguf(w, vocab);
+    write_sampling_defaults(w, sampling);
+  };
   export_gguf(out_path, f.desc, out, opt, pool);
 }
 
@@ -106,10 +110,12 @@ void convert_gguf_to_gguf(const std::string& in_path, const std::string& out_pat
   ExportOptions opt;
   opt.name = f.gguf->get_string("general.name", std::filesystem::path(in_path).stem().string());
   opt.progress = progress;
-  if (f.gguf->find("tokenizer.ggml.tokens")) {
-    auto tok = std::make_shared<Tokenizer>(Tokenizer::from_gguf(*f.gguf));
-    opt.extra_metadata = [tok, vocab = f.desc.vocab](gguf::Writer& w) { tok->write_gguf(w, vocab); };
-  }
+  std::shared_ptr<Tokenizer> tok;
+  if (f.gguf->find("tokenizer.ggml.tokens")) tok = std::make_shared<Tokenizer>(Tokenizer::from_gguf(*f.gguf));
+  opt.extra_metadata = [tok, vocab = f.desc.vocab, sampling = sampling_defaults_from_gguf(*f.gguf)](gguf::Writer& w) {
+    if (tok) tok->write_gguf(w, vocab);
+    write_sampling_defaults(w, sampling);
+  };
   export_gguf(out_path, f.desc, out, opt, pool);
 }
 

@@ -7,6 +7,7 @@
 #include "model/architectures.h"
 #include "model/gguf_export.h"
 #include "model/quant_mix.h"
+#include "model/sampling_defaults.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/find_named.h"
@@ -167,7 +168,11 @@ void generate_model(const Preset& p, const std::string& mix_name, const std::str
     auto tok = std::make_shared<Tokenizer>(Tokenizer::from_hf_path(tokenizer_dir));
     if (tok->vocab_size() > d.vocab)
       throw Error("tokenizer has " + std::to_string(tok->vocab_size()) + " tokens, more than the preset's vocabulary");
-    opt.extra_metadata = [tok, vocab = d.vocab](gguf::Writer& w) { tok->write_gguf(w, vocab); };
+    // A generation_config.json beside the tokenizer gives the model default sampling.
+    opt.extra_metadata = [tok, vocab = d.vocab, sampling = sampling_defaults_in_folder(tokenizer_dir)](gguf::Writer& w) {
+      tok->write_gguf(w, vocab);
+      write_sampling_defaults(w, sampling);
+    };
   }
   export_gguf(out_path, d, tensors, opt, pool);
 }

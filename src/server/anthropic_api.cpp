@@ -170,7 +170,7 @@ AnthropicCall parse_messages(const json& body, const ServedModel& m) {
   check_model(body, m);
   if (!field(body, "max_tokens")) throw ApiError(400, "max_tokens: field required");
   AnthropicCall call;
-  call.gen.sampling = sampling_fields(body, 1.0);
+  call.gen.sampling = sampling_fields(body, 1.0, m.sampling);
   call.gen.stop = strings_field(body, "stop_sequences", kMaxStops);
   if (const json* s = field(body, "stop_sequences"); s && !s->is_array())
     throw ApiError(400, "stop_sequences: must be an array of strings");

@@ -81,8 +81,8 @@ std::vector<std::string> strings_field(const json& obj, const char* key, size_t 
 
 namespace ember::server {
 
-SamplingParams sampling_fields(const json& body, double max_temperature) {
-  SamplingParams sp;
+SamplingParams sampling_fields(const json& body, double max_temperature, const SamplingParams& base) {
+  SamplingParams sp = base;
   if (auto t = number_field(body, "temperature", 0, max_temperature)) sp.temperature = float(*t);
   if (auto p = number_field(body, "top_p", 0, 1)) sp.top_p = float(*p);
   if (sp.top_p <= 0) throw ApiError(400, "top_p must be greater than 0", "top_p");
@@ -95,6 +95,22 @@ SamplingParams sampling_fields(const json& body, double max_temperature) {
   if (sp.repetition_penalty <= 0) throw ApiError(400, "repetition_penalty must be greater than 0", "repetition_penalty");
   // The APIs' penalties count every token of the answer, not a recent window.
   sp.penalty_last_n = -1;
+  return sp;
+}
+
+SamplingParams model_sampling(const SamplingDefaults& d) {
+  SamplingParams sp;
+  if (d.temperature) sp.temperature = float(*d.temperature);
+  if (d.top_p) sp.top_p = float(*d.top_p);
+  if (d.min_p) sp.min_p = float(*d.min_p);
+  if (d.repetition_penalty) sp.repetition_penalty = float(*d.repetition_penalty);
+  try {
+    if (d.top_k) check_integer("top_k", *d.top_k, 0, INT32_MAX);
+    if (d.top_k) sp.top_k = int(*d.top_k);
+    validate_sampling(sp);
+  } catch (const Error& e) {
+    throw Error("the model's default sampling (" + d.source + "): " + e.what());
+  }
   return sp;
 }
 

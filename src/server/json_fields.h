@@ -28,12 +28,18 @@ std::vector<std::string> strings_field(const json& obj, const char* key, size_t 
 }  // namespace ember::server
 
 #include "engine/sampler.h"
+#include "model/sampling_defaults.h"
 
 namespace ember::server {
 
 // temperature (0 .. max_temperature), top_p, top_k, min_p, seed,
 // presence_penalty and frequency_penalty (-2 .. 2), repetition_penalty:
-// the sampling fields both APIs share; absent ones keep the defaults (greedy).
-SamplingParams sampling_fields(const json& body, double max_temperature);
+// the sampling fields both APIs share; absent ones keep `base` (the model's
+// defaults; without any, greedy).
+SamplingParams sampling_fields(const json& body, double max_temperature, const SamplingParams& base);
+
+// The model's default sampling over the engine's defaults, checked by
+// validate_sampling; an out-of-range value is an ember::Error naming its source.
+SamplingParams model_sampling(const SamplingDefaults& d);
 
 }  // namespace ember::server

@@ -78,6 +78,11 @@ std::string Metrics::render(const EngineStats& e) const {
   metric(out, "ember_kv_blocks_free", "gauge", "KV cache blocks neither in use nor cached", e.blocks_free);
   metric(out, "ember_kv_blocks_used", "gauge", "KV cache blocks held by requests or the prefix cache",
          e.blocks_total - e.blocks_free);
+  // Present only while no request is live (EngineStats::blocks_cached): then
+  // used == cached unless a block leaked.
+  if (e.blocks_cached >= 0)
+    metric(out, "ember_kv_blocks_cached", "gauge", "KV cache blocks held by the prefix cache (reported while idle)",
+           e.blocks_cached);
   metric(out, "ember_prefix_cache_tokens", "gauge", "Tokens held by the prefix cache", double(e.cached_tokens));
   metric(out, "ember_preemptions_total", "counter", "Sequences preempted for memory", double(e.preemptions));
   return out;

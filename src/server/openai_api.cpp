@@ -69,8 +69,13 @@ json tools_of(const json& body) {
   const json* tools = field(body, "tools");
   if (!tools) return nullptr;
   if (!tools->is_array()) throw ApiError(400, "tools must be an array", "tools");
-  for (const json& t : *tools)
+  for (const json& t : *tools) {
     if (!t.is_object()) throw ApiError(400, "tools must hold objects", "tools");
+    // The template and the tool-call grammar read function.name: a tool without one is refused, not skipped.
+    const json* fn = field(t, "function");
+    if (!fn || !fn->is_object() || !string_field(*fn, "name"))
+      throw ApiError(400, "tools: each tool needs {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
+  }
   return tools->empty() ? json() : *tools;
 }
 
@@ -95,8 +100,8 @@ ToolChoice tool_choice_of(const json& body, std::string& name) {
 }
 
 // The fields chat and completions share: sampling, stop, n, stream, logprobs.
-void common_fields(const json& body, OpenAiCall& call) {
-  call.gen.sampling = sampling_fields(body, 2.0);
+void common_fields(const json& body, const ServedModel& m, OpenAiCall& call) {
+  call.gen.sampling = sampling_fields(body, 2.0, m.sampling);
   call.gen.stop = strings_field(body, "stop", kMaxStops);
   call.n = int(integer_field(body, "n", 1, kMaxChoices).value_or(1));
   call.stream = bool_field(body, "stream").value_or(false);
@@ -112,7 +117,7 @@ OpenAiCall parse_chat_completion(const json& body, const ServedModel& m) {
   check_model(body, m);
   OpenAiCall call;
   call.chat = true;
-  common_fields(body, call);
+  common_fields(body, m, call);
   if (bool_field(body, "logprobs").value_or(false))
     call.top_logprobs = int(integer_field(body, "top_logprobs", 0, 20).value_or(0));
   json kwargs = json::object();
@@ -149,7 +154,7 @@ OpenAiCall parse_completion(const json& body, const ServedModel& m) {
   check_model(body, m);
   OpenAiCall call;
   call.chat = false;
-  common_fields(body, call);
+  common_fields(body, m, call);
   const json* prompt = field(body, "prompt");
   if (!prompt) throw ApiError(400, "prompt is required", "prompt");
   if (prompt->is_string()) {
@@ -289,8 +294,19 @@ json openai_usage_chunk(const OpenAiCall& call, const ServedModel& m, const std:
 }
 
 json openai_models(const ServedModel& m) {
-  return {{"object", "list"},
-          {"data", json::array({{{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "ember"}}})}};
+  json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "ember"}};
+  // The model's own defaults, which apply to the fields a request leaves out.
+  if (const SamplingDefaults& d = m.sampling_defaults; !d.empty()) {
+    json s = json::object();
+    if (d.temperature) s["temperature"] = *d.temperature;
+    if (d.top_k) s["top_k"] = *d.top_k;
+    if (d.top_p) s["top_p"] = *d.top_p;
+    if (d.min_p) s["min_p"] = *d.min_p;
+    if (d.repetition_penalty) s["repetition_penalty"] = *d.repetition_penalty;
+    s["source"] = d.source;
+    model["sampling_defaults"] = std::move(s);
+  }
+  return {{"object", "list"}, {"data", json::array({std::move(model)})}};
 }
 
 }  // namespace ember::server

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "chat/template.h"
+#include "engine/sampler.h"
+#include "model/sampling_defaults.h"
 #include "grammar/token_trie.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,6 +21,10 @@ struct ServedModel {
   std::shared_ptr<const grammar::TokenTrie> token_trie;  // for constrained output (response_format, forced tool calls)
   int context = 4096;                          // tokens per sequence, prompt and answer together
   int64_t created = 0;                         // unix time the model was loaded ("created" in /v1/models)
+  // The model's own default sampling (model/sampling_defaults.h, through
+  // model_sampling()): every request starts from it; its own fields win.
+  SamplingParams sampling;
+  SamplingDefaults sampling_defaults;  // what the model itself set (shown in /v1/models)
 };
 
 }  // namespace ember::server

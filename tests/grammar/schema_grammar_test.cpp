@@ -126,6 +126,50 @@ TEST(SchemaGrammar, AnyJsonWhereTheSchemaIsSilent) {
   EXPECT_FALSE(whole(object, "[1]"));
 }
 
+TEST(SchemaGrammar, OneOfOfDisjointBranches) {
+  // Different kinds (integer vs number overlap; a fraction does not).
+  auto g = compile(R"({"oneOf":[{"type":"string","maxLength":2},{"type":"integer"},{"type":["null","boolean"]}]})");
+  for (const char* ok : {R"("ab")", "12", "null", "true"}) EXPECT_TRUE(whole(g, ok)) << ok;
+  for (const char* bad : {R"("abc")", "1.5", "[]"}) EXPECT_FALSE(whole(g, bad)) << bad;
+  EXPECT_NO_THROW(compile(R"({"oneOf":[{"type":"integer"},{"const":1.5}]})"));
+  // Different const / enum values.
+  EXPECT_NO_THROW(compile(R"({"oneOf":[{"enum":["a","b"]},{"const":"c"},{"type":"string","enum":["d",1]}]})"));
+  // A discriminator: a property both require, with different const values (through $refs, as tagged unions are written).
+  auto tagged = compile(R"({"$defs":{
+      "cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},"required":["kind","lives"]},
+      "dog":{"type":"object","properties":{"kind":{"type":"string","enum":["dog","wolf"]},"good":{"type":"boolean"}},"required":["kind"]}},
+    "oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}]})");
+  EXPECT_TRUE(whole(tagged, R"({"kind":"cat","lives":9})"));
+  EXPECT_TRUE(whole(tagged, R"({"kind":"wolf","good":false})"));
+  EXPECT_FALSE(whole(tagged, R"({"kind":"dog","lives":9})"));
+}
+
+TEST(SchemaGrammar, OneOfThatMayOverlapIsRefused) {
+  for (const char* bad : {
+           R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":3}]})",  // "ab" matches both
+           R"({"oneOf":[{"type":"number"},{"type":"integer"}]})",               // 1 matches both
+           R"({"oneOf":[{"enum":["a","b"]},{"enum":["b","c"]}]})",
+           R"({"oneOf":[{"const":1},{"const":1.0}]})",                          // equal numbers
+           R"({"oneOf":[{"type":"object"},{"properties":{"a":{"type":"string"}}}]})",
+           R"({"oneOf":[{"type":"integer"},{}]})",
+           // both require "kind" but the values meet; the other property alone proves nothing
+           R"({"oneOf":[{"type":"object","properties":{"kind":{"enum":["a","b"]}},"required":["kind"]},
+                        {"type":"object","properties":{"kind":{"const":"b"},"x":{"const":1}},"required":["kind","x"]}]})",
+           // a discriminator that only one branch requires
+           R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},
+                        {"type":"object","properties":{"kind":{"const":"b"}}}]})",
+           // self-referencing fan-out: analysed within a budget, then refused
+           R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"},{"type":"string"}]}},
+               "oneOf":[{"$ref":"#/$defs/a"},{"type":"integer"}]})"}) {
+    try {
+      json_schema_grammar(json::parse(bad));
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("oneOf"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(SchemaGrammar, PrefixAndSuffixWrapTheValue) {
   auto g = std::make_shared<const Grammar>(json_schema_grammar(json::parse(R"({"const":1})"), "<a>\n", "\n</a>"));
   EXPECT_TRUE(whole(g, "<a>\n1\n</a>"));

@@ -112,4 +112,7 @@ TEST(MetricsText, HasCountersHistogramsAndEngineGauges) {
   EXPECT_NE(text.find("ember_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find("ember_time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos);
   EXPECT_NE(text.find("ember_kv_blocks_used 10\n"), std::string::npos);
+  EXPECT_EQ(text.find("ember_kv_blocks_cached"), std::string::npos);  // requests live: not counted
+  e.blocks_cached = 10;
+  EXPECT_NE(m.render(e).find("ember_kv_blocks_cached 10\n"), std::string::npos);
 }

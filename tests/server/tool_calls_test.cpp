@@ -107,6 +107,16 @@ TEST(ToolChoice, RequiredOrNamedCallsAreConstrainedOthersNot) {
                                     qwen3_model());
             }),
             400);
+  // A tool without a named function is refused (the load test sends one), not skipped.
+  for (const char* tools : {R"([{"type": "function"}])", R"([{"type": "function", "function": {}}])",
+                            R"([{"type": "function", "function": {"name": 3}}])"})
+    EXPECT_EQ(status_of([&] {
+                parse_chat_completion(parse_json_object(std::string(R"({"messages": [{"role": "user", "content": "x"}], "tools": )") +
+                                                        tools + "}"),
+                                      qwen3_model());
+              }),
+              400)
+        << tools;
   // A tool whose parameters refer to their own $defs: the refs still resolve inside the call's grammar.
   const OpenAiCall with_refs = parse_chat_completion(parse_json_object(R"({"messages": [{"role": "user", "content": "x"}],
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
@@ -132,6 +142,16 @@ TEST(ResponseFormat, SchemasBecomeConstraintsOrAreRefused) {
   for (const char* bad : {R"({"type": "yaml"})", R"("json")", R"({"type": "json_schema"})",
                           R"({"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a+"}}})"})
     EXPECT_EQ(status_of([&] { with(bad); }), 400) << bad;
+  // oneOf: accepted when its branches cannot overlap, else a 400 that names oneOf.
+  EXPECT_TRUE(with(R"({"type": "json_schema", "json_schema": {"schema": {"oneOf": [{"type": "string"}, {"type": "null"}]}}})")
+                  .gen.constraint);
+  try {
+    with(R"({"type": "json_schema", "json_schema": {"schema": {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}}})");
+    FAIL() << "an overlapping oneOf was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("oneOf branches 0 and 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ToolCallResponses, OpenAiMessageAndAnthropicBlocks) {
