@@ -36,6 +36,18 @@ constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
 
 bool known_value_type(uint32_t t) { return t <= uint32_t(ValueType::F64); }
 
+// Memory parsed metadata may take: a fixed allowance plus 16 bytes per byte of
+// the file. A parsed value takes sizeof(Value) (~100 bytes) however few bytes
+// it has in the file (one for an element of a u8 array), so without this a
+// 4 MB file of byte arrays expanded into 400 MB.
+constexpr uint64_t kMetadataMemoryAllowance = uint64_t(32) << 20;
+constexpr uint64_t kMetadataMemoryPerFileByte = 16;
+
+uint64_t metadata_value_budget(uint64_t file_bytes) {
+  const uint64_t memory = kMetadataMemoryAllowance + kMetadataMemoryPerFileByte * std::min<uint64_t>(file_bytes, uint64_t(1) << 50);
+  return std::min<uint64_t>(limits::kMaxGgufMetadataValues, memory / sizeof(Value));
+}
+
 // Bytes that one element of type t occupies at the least.
 uint64_t min_value_bytes(ValueType t) {
   switch (t) {
@@ -55,10 +67,9 @@ uint64_t min_value_bytes(ValueType t) {
 struct ValuePath {
   const std::string& key;
   std::vector<uint64_t> index;
-  // Values still allowed in the whole metadata section. Each parsed value costs
-  // ~100 bytes of memory however few bytes it takes in the file (a u8 is one),
-  // so a file of tens of MB could otherwise expand into gigabytes.
+  // Values still allowed in the whole metadata section (metadata_value_budget).
   uint64_t* budget;
+  uint64_t budget_total;
   std::string str() const {
     std::string out = "metadata " + single_quoted(excerpt(key));
     if (!index.empty()) {
@@ -94,8 +105,11 @@ Value read_array(Cursor& c, ValuePath& path, int depth) {
                " bytes");
   if (n > *path.budget)
     c.fail(path.str() + " array length", at,
-           std::to_string(n) + " elements exceed what is left of the limit of " +
-               std::to_string(limits::kMaxGgufMetadataValues) + " metadata values per file");
+           std::to_string(n) + " elements exceed what is left of this file's limit of " +
+               std::to_string(path.budget_total) + " metadata values (at most " +
+               std::to_string(limits::kMaxGgufMetadataValues) + "; fewer for a file under " +
+               std::to_string(limits::kMaxGgufMetadataValues * sizeof(Value) / kMetadataMemoryPerFileByte >> 20) +
+               " MB, as each takes ~100 bytes of memory)");
   *path.budget -= n;
   v.array.reserve(size_t(n));
   path.index.push_back(0);
@@ -187,13 +201,14 @@ void Reader::parse(const uint8_t* data, size_t size) {
   // --- metadata ---
   kv_.reserve(size_t(n_kv));
   size_t alignment_value_at = 0;
-  uint64_t value_budget = limits::kMaxGgufMetadataValues;
+  const uint64_t value_budget_total = metadata_value_budget(size);
+  uint64_t value_budget = value_budget_total;
   for (uint64_t k = 0; k < n_kv; ++k) {
     const size_t key_at = c.pos();
     const std::string key_field = "metadata key #" + std::to_string(k);
     std::string key = c.read_string([&] { return key_field + " string"; });
     if (kv_index_.count(key)) c.fail(key_field, key_at, "duplicate key " + single_quoted(excerpt(key)));
-    ValuePath path{key, {}, &value_budget};
+    ValuePath path{key, {}, &value_budget, value_budget_total};
     const ValueType t = read_value_type(c, [&] { return path.str() + " value type"; });
     if (key == "general.alignment") alignment_value_at = c.pos();
     Value v = read_value(c, t, path, 0);

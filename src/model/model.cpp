@@ -146,7 +146,10 @@ Weights bind_weights(ModelDesc& d, const TensorSource& src, const std::string& p
 }
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
-  LoadedFiles files = std::filesystem::is_directory(path) ? load_hf_folder(path) : load_gguf_files(path);
+  return from_files(std::filesystem::is_directory(path) ? load_hf_folder(path) : load_gguf_files(path), path);
+}
+
+std::unique_ptr<Model> Model::from_files(LoadedFiles files, const std::string& path) {
   std::unique_ptr<Model> m(new Model());
   m->path_ = path;
   m->desc_ = std::move(files.desc);

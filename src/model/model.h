@@ -13,10 +13,14 @@
 namespace ember {
 
 namespace gguf { class Reader; }
+struct LoadedFiles;
 
 class Model {
  public:
   static std::unique_ptr<Model> load(const std::string& path);
+  // A model from files already read (load_gguf_reader: a GGUF in memory, for
+  // the fuzzers); `path` names it in error messages.
+  static std::unique_ptr<Model> from_files(LoadedFiles files, const std::string& path);
 
   const ModelDesc& desc() const { return desc_; }
   const Weights& weights() const { return weights_; }

@@ -127,22 +127,33 @@ static std::shared_ptr<const Regex::Compiled> compile(const std::string& pattern
     throw Error(what + ": cannot compile regex '" + excerpt(pattern) + "' at offset " + std::to_string(off) + ": " +
                 reinterpret_cast<const char*>(msg));
   }
-  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD);  // falls back to the interpreter if JIT is unavailable
   auto c = std::make_shared<Regex::Compiled>();
   c->code = code;
   return c;
 }
 
-void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
+namespace {
+// Match-step ceiling for a subject of `bytes` bytes. PCRE2's default (10^7 steps
+// per match) is reached by the shipped patterns on one long run of whitespace
+// (`\s*[\r\n]+` first takes the whole run, then backs off one character at a
+// time). Those patterns stay linear, so the limit grows with the text the match
+// sees: a 10 MB run still tokenizes, while a pathological pattern from a hostile
+// tokenizer.json still fails with an error instead of running for hours.
+uint32_t match_limit(size_t bytes) {
+  return uint32_t(std::min<uint64_t>(UINT32_MAX, std::max<uint64_t>(10'000'000, 8 * uint64_t(bytes))));
+}
+
+// `pos` moved forward to the start of a UTF-8 character.
+size_t char_boundary(std::string_view text, size_t pos) {
+  while (pos < text.size() && (uint8_t(text[pos]) & 0xC0) == 0x80) ++pos;
+  return pos;
+}
+}  // namespace
+
+void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out, size_t window) const {
   // One match-data block and match context per thread, freed when the thread ends
   // (a server's connection threads come and go).
-  //
-  // PCRE2's default match limit (10^7 steps per match) is reached by the
-  // shipped patterns on one long run of whitespace: `\s*[\r\n]+` first takes
-  // the whole run, then backs off one character at a time. Those patterns
-  // stay linear, so the limit grows with the text instead: a 10 MB run still
-  // tokenizes, while a pathological pattern from a hostile tokenizer.json
-  // still fails with an error instead of running for hours.
   struct Scratch {
     pcre2_match_data* md = pcre2_match_data_create(4, nullptr);
     pcre2_match_context* mc = pcre2_match_context_create(nullptr);
@@ -154,21 +165,38 @@ void Regex::find_all(std::string_view text, std::vector<std::pair<size_t, size_t
   thread_local Scratch scratch;
   pcre2_match_data* md = scratch.md;
   pcre2_match_context* mc = scratch.mc;
-  pcre2_set_match_limit(mc, uint32_t(std::min<uint64_t>(UINT32_MAX, std::max<uint64_t>(10'000'000, 8 * uint64_t(text.size())))));
+  // The subject always starts at the text's start, so lookbehinds see what they
+  // would in the whole text; only its end moves.
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  window = std::max<size_t>(window, 1);
   size_t pos = 0;
   while (pos <= text.size()) {
-    int rc = pcre2_match(re_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, mc);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
+    // Match from `pos` within [pos, end): a complete match or "no match" under
+    // PCRE2_PARTIAL_HARD never read the end of the subject (reaching it returns
+    // PCRE2_ERROR_PARTIAL at once, and so do \z, \Z, \b, \B and $ there), so
+    // it is what the whole text gives. On a partial result the window doubles.
+    size_t span = window, end = 0;
+    int rc = 0;
+    for (;;) {
+      end = span >= text.size() - pos ? text.size() : char_boundary(text, pos + span);
+      const bool whole = end == text.size();
+      pcre2_set_match_limit(mc, match_limit(end - pos));
+      rc = pcre2_match(re_->code, subject, end, pos, PCRE2_NO_UTF_CHECK | (whole ? 0 : PCRE2_PARTIAL_HARD), md, mc);
+      if (rc != PCRE2_ERROR_PARTIAL) break;
+      span = span > text.size() ? text.size() : span * 2;
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      if (end == text.size()) break;
+      pos = end;  // no match starts before `end`
+      continue;
+    }
     if (rc < 0) throw Error("regex '" + excerpt(source_) + "': match failed (PCRE2 error " + std::to_string(rc) + ")");
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t s = ov[0], e = ov[1];
     if (e == s) {
       // Empty match: step over one character, as JavaScript's matchAll does.
       if (s >= text.size()) break;
-      size_t step = 1;
-      while (s + step < text.size() && (uint8_t(text[s + step]) & 0xC0) == 0x80) ++step;
-      pos = s + step;
+      pos = char_boundary(text, s + 1);
       continue;
     }
     out.emplace_back(s, e);

@@ -19,38 +19,107 @@ namespace ember {
 
 // ---- added-token trie -------------------------------------------------------
 
+namespace {
+// Child of `node` on byte `b` in a byte-sorted edge list, -1 if none.
+int32_t find_edge(const std::vector<std::pair<uint8_t, int32_t>>& next, uint8_t b) {
+  auto it = std::lower_bound(next.begin(), next.end(), b, [](const auto& e, uint8_t x) { return e.first < x; });
+  return it != next.end() && it->first == b ? it->second : -1;
+}
+
+// Adds the edges for `s` below the root of `nodes`; returns the last node.
+template <class Node>
+int32_t insert_path(std::vector<Node>& nodes, std::string_view s) {
+  int32_t node = 0;
+  for (char ch : s) {
+    const auto c = uint8_t(ch);
+    int32_t next = find_edge(nodes[size_t(node)].next, c);
+    if (next < 0) {
+      next = int32_t(nodes.size());
+      auto& edges = nodes[size_t(node)].next;
+      edges.insert(std::lower_bound(edges.begin(), edges.end(), std::make_pair(c, int32_t(-1))), {c, next});
+      nodes.emplace_back();
+    }
+    node = next;
+  }
+  return node;
+}
+}  // namespace
+
 void AddedTokenTrie::add(std::string_view s, int32_t index) {
   if (s.empty()) return;
   first_[uint8_t(s[0])] = true;
-  int32_t node = 0;
-  for (char ch : s) {
-    auto c = uint8_t(ch);
-    int32_t child = -1;
-    for (auto& [b, n] : nodes_[size_t(node)].next)
-      if (b == c) { child = n; break; }
-    if (child < 0) {
-      child = int32_t(nodes_.size());
-      nodes_[size_t(node)].next.emplace_back(c, child);
-      nodes_.emplace_back();
-    }
-    node = child;
-  }
-  nodes_[size_t(node)].token = index;  // a later token with the same spelling wins
+  nodes_[size_t(insert_path(nodes_, s))].token = index;  // a later token with the same spelling wins
 }
+
+int32_t AddedTokenTrie::child(int32_t node, uint8_t b) const { return find_edge(nodes_[size_t(node)].next, b); }
 
 std::pair<size_t, int32_t> AddedTokenTrie::longest_at(std::string_view text, size_t pos) const {
   std::pair<size_t, int32_t> best{0, -1};
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {
-    auto c = uint8_t(text[i]);
-    int32_t child = -1;
-    for (auto& [b, n] : nodes_[size_t(node)].next)
-      if (b == c) { child = n; break; }
-    if (child < 0) break;
-    node = child;
+    node = child(node, uint8_t(text[i]));
+    if (node < 0) break;
     if (nodes_[size_t(node)].token >= 0) best = {i + 1 - pos, nodes_[size_t(node)].token};
   }
   return best;
+}
+
+// ---- added-token automaton --------------------------------------------------
+
+void AddedTokenMatcher::add(std::string_view s, int32_t index) {
+  if (s.empty()) return;
+  const std::string reversed(s.rbegin(), s.rend());
+  const int32_t node = insert_path(nodes_, reversed);
+  nodes_[size_t(node)].token = index;
+  nodes_[size_t(node)].depth = uint32_t(s.size());
+  max_len_ = std::max(max_len_, s.size());
+}
+
+int32_t AddedTokenMatcher::child(int32_t node, uint8_t b) const { return find_edge(nodes_[size_t(node)].next, b); }
+
+void AddedTokenMatcher::build() {
+  // Breadth first, so that a node's failure link (a shorter suffix) is final before its children's.
+  std::vector<int32_t> queue{0};
+  nodes_[0].longest = -1;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const int32_t u = queue[q];
+    for (const auto& [b, v] : nodes_[size_t(u)].next) {
+      int32_t f = nodes_[size_t(u)].fail;
+      int32_t to = -1;
+      if (u != 0) {
+        for (;;) {
+          to = child(f, b);
+          if (to >= 0 || f == 0) break;
+          f = nodes_[size_t(f)].fail;
+        }
+      }
+      Node& n = nodes_[size_t(v)];
+      n.fail = to >= 0 ? to : 0;
+      n.longest = n.token >= 0 ? v : nodes_[size_t(n.fail)].longest;
+      queue.push_back(v);
+    }
+  }
+}
+
+void AddedTokenMatcher::starts(std::string_view text, size_t begin, size_t end, std::vector<Start>& out) const {
+  out.clear();
+  if (empty() || begin >= end) return;
+  // The state at position j depends on text[j, j + max_len) only: starting
+  // max_len bytes past the block gives the states the whole text would.
+  int32_t state = 0;
+  for (size_t j = std::min(text.size(), end + max_len_); j-- > begin;) {
+    const auto b = uint8_t(text[j]);
+    int32_t next = child(state, b);
+    while (next < 0 && state != 0) {
+      state = nodes_[size_t(state)].fail;
+      next = child(state, b);
+    }
+    state = next < 0 ? 0 : next;
+    if (j >= end) continue;
+    if (const int32_t hit = nodes_[size_t(state)].longest; hit >= 0)
+      out.push_back(Start{j, nodes_[size_t(hit)].depth, nodes_[size_t(hit)].token});
+  }
+  std::reverse(out.begin(), out.end());
 }
 
 // ---- helpers ----------------------------------------------------------------
@@ -83,29 +152,37 @@ struct Section {
 // Splits `s` around added-token matches (leftmost, longest at each position).
 // Inside `zones` (byte ranges of `s`, sorted), only `plain` (non-special)
 // tokens may match: a special token's text there stays text.
-void split_on_added(std::string_view s, const AddedTokenTrie& trie, std::vector<Section>& out,
-                    const AddedTokenTrie* plain = nullptr, std::span<const std::pair<size_t, size_t>> zones = {}) {
+void split_on_added(std::string_view s, const AddedTokenMatcher& all, std::vector<Section>& out,
+                    const AddedTokenMatcher* plain = nullptr, std::span<const std::pair<size_t, size_t>> zones = {}) {
   out.clear();
-  if (trie.empty()) { out.push_back({s}); return; }
+  if (all.empty()) { out.push_back({s}); return; }
+  constexpr size_t kBlock = 64 * 1024;
+  thread_local std::vector<AddedTokenMatcher::Start> found, found_plain;
+  size_t zone = 0;  // candidates come in ascending order, so do the zones they may touch
   auto overlaps_zone = [&](size_t b, size_t e) {
-    for (const auto& [zb, ze] : zones)
-      if (b < ze && e > zb) return true;
+    while (zone < zones.size() && zones[zone].second <= b) ++zone;
+    for (size_t z = zone; z < zones.size() && zones[z].first < e; ++z)
+      if (zones[z].second > b) return true;
     return false;
   };
-  size_t start = 0, i = 0;
-  while (i < s.size()) {
-    if (trie.may_start(uint8_t(s[i]))) {
-      auto [len, tok] = trie.longest_at(s, i);
-      if (len > 0 && plain && overlaps_zone(i, i + len)) std::tie(len, tok) = plain->longest_at(s, i);
-      if (len > 0) {
-        if (i > start) out.push_back({s.substr(start, i - start)});
-        out.push_back({s.substr(i, len)});
-        i += len;
-        start = i;
-        continue;
+  size_t start = 0, i = 0;  // i: where the next match may start
+  for (size_t block = 0; block < s.size(); block += kBlock) {
+    const size_t block_end = std::min(s.size(), block + kBlock);
+    if (i >= block_end) continue;
+    all.starts(s, std::max(block, i), block_end, found);
+    if (plain && !zones.empty()) plain->starts(s, std::max(block, i), block_end, found_plain);
+    size_t p = 0;  // next candidate in found_plain
+    for (AddedTokenMatcher::Start m : found) {
+      if (m.pos < i) continue;
+      if (plain && !zones.empty() && overlaps_zone(m.pos, m.pos + m.len)) {
+        while (p < found_plain.size() && found_plain[p].pos < m.pos) ++p;
+        if (p == found_plain.size() || found_plain[p].pos != m.pos) continue;
+        m = found_plain[p];
       }
+      if (m.pos > start) out.push_back({s.substr(start, m.pos - start)});
+      out.push_back({s.substr(m.pos, m.len)});
+      i = start = m.pos + m.len;
     }
-    ++i;
   }
   if (start < s.size()) out.push_back({s.substr(start)});
 }
@@ -144,7 +221,7 @@ std::string clean_up_tokenization(std::string s) {
 
 // ---- Impl -------------------------------------------------------------------
 
-std::string Tokenizer::Impl::normalize(std::string_view in) const {
+std::string Tokenizer::Impl::normalize(std::string_view in, size_t regex_window) const {
   std::string s(in);
   for (size_t k = 0; k < spec.normalizers.size(); ++k) {
     const NormalizerStep& n = spec.normalizers[k];
@@ -167,7 +244,7 @@ std::string Tokenizer::Impl::normalize(std::string_view in) const {
       case NormalizerStep::Kind::Replace:
         if (n.pattern_is_regex) {
           std::vector<std::pair<size_t, size_t>> m;
-          norm_regex[k]->find_all(s, m);
+          norm_regex[k]->find_all(s, m, regex_window);
           if (m.empty()) break;
           std::string out;
           size_t prev = 0;
@@ -187,7 +264,7 @@ std::string Tokenizer::Impl::normalize(std::string_view in) const {
 }
 
 void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std::string& arena,
-                                   std::vector<std::pair<size_t, size_t>>& words) const {
+                                   std::vector<std::pair<size_t, size_t>>& words, size_t regex_window) const {
   arena.assign(s);
   words.assign(1, {0, s.size()});
   thread_local std::vector<std::pair<size_t, size_t>> next, matches;
@@ -199,7 +276,7 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
       switch (p.kind) {
         case PreTokenizerStep::Kind::Split: {
           matches.clear();
-          split_regex[k]->find_all(w, matches);
+          split_regex[k]->find_all(w, matches, regex_window);
           if (p.invert) {
             for (auto [a, b] : matches) next.emplace_back(off + a, b - a);
           } else {
@@ -224,7 +301,7 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
           }
           if (!p.use_regex) { next.emplace_back(o, l); break; }
           matches.clear();
-          split_regex[k]->find_all(std::string_view(arena.data() + o, l), matches);
+          split_regex[k]->find_all(std::string_view(arena.data() + o, l), matches, regex_window);
           for (auto [a, b] : matches) next.emplace_back(o + a, b - a);
           break;
         }
@@ -239,7 +316,7 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
         }
         case PreTokenizerStep::Kind::Digits: {
           matches.clear();
-          split_regex[k]->find_all(w, matches);
+          split_regex[k]->find_all(w, matches, regex_window);
           for (auto [a, b] : matches) next.emplace_back(off + a, b - a);
           break;
         }
@@ -250,7 +327,8 @@ void Tokenizer::Impl::pre_tokenize(std::string_view s, size_t section_index, std
 }
 
 void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse_special,
-                             std::vector<int32_t>& out, std::span<const std::pair<size_t, size_t>> plain_zones) const {
+                             std::vector<int32_t>& out, std::span<const std::pair<size_t, size_t>> plain_zones,
+                             size_t regex_window) const {
   std::string clean;
   std::string_view s = text;
   if (!utf8::is_valid(text)) {
@@ -295,7 +373,7 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
     std::string_view sec = sections[i].text;
     if (sec.empty()) continue;
     if (int32_t a = lookup(sec); a >= 0) { out.push_back(spec.added[size_t(a)].id); continue; }
-    std::string norm = spec.normalizers.empty() ? std::string(sec) : normalize(sec);
+    std::string norm = spec.normalizers.empty() ? std::string(sec) : normalize(sec, regex_window);
     if (norm.empty()) continue;
     // A section that touches a zone is matched with the plain tokens only (its
     // offsets change in normalisation; template text's special tokens were
@@ -312,7 +390,7 @@ void Tokenizer::Impl::encode(std::string_view text, bool add_special, bool parse
       if (spec.pre_tokenizers.empty()) {
         model.encode_word(sub.text, out);
       } else {
-        pre_tokenize(sub.text, i, arena, words);
+        pre_tokenize(sub.text, i, arena, words, regex_window);
         for (auto [off, len] : words) model.encode_word(std::string_view(arena.data() + off, len), out);
       }
       if (!id_remap.empty())
@@ -532,6 +610,7 @@ Tokenizer Tokenizer::from_spec(TokenizerSpec spec) {
       }
     }
   }
+  for (AddedTokenMatcher* m : {&im->raw_all, &im->raw_plain, &im->normalized_all, &im->normalized_plain}) m->build();
   im->skip_on_decode.assign(n, 0);
   im->end_of_generation.assign(n, 0);
   static const char* kEndOfTurn[] = {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|endoftext|>",

@@ -27,11 +27,12 @@ inline constexpr int64_t kMaxProjection = int64_t(1) << 18;
 // --- files and parsers ---
 inline constexpr int kMaxJsonDepth = 128;                        // real files: < 10
 inline constexpr uint64_t kMaxJsonFileBytes = uint64_t(1) << 30;  // tokenizer.json of 262k tokens: ~33 MB
-inline constexpr uint64_t kMaxGgufMetadataValues = uint64_t(1) << 22;  // Gemma 3: ~790k (tokens, scores, types)
+// Gemma 3: ~790k (tokens, scores, types). A file under ~24 MB gets fewer: 32 MB
+// of parsed values plus 16 bytes per byte of file (gguf/reader.cpp).
+inline constexpr uint64_t kMaxGgufMetadataValues = uint64_t(1) << 22;
 inline constexpr uint64_t kMaxTokenBytes = 65536;  // one vocabulary entry; real: < 1 KB
 // One added (special or user-defined) token; real: < 40 bytes (runs of spaces in
-// code models: < 32). Added tokens are tried at every input position, so their
-// length bounds the matching work per byte of input.
+// code models: < 32). It bounds the automaton's look-ahead past a block of input.
 inline constexpr uint64_t kMaxAddedTokenBytes = 256;
 
 // --- run time ---

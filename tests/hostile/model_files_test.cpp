@@ -104,6 +104,29 @@ TEST_F(HostileGguf, HugeMetadataArrayIsRefusedBeforeExpanding) {
   EXPECT_LT(peak_rss_mb() - before, 100.0);
 }
 
+TEST_F(HostileGguf, MetadataJustUnderTheValueLimitIsBoundedByTheFilesSize) {
+  // One value short of the count limit: 4 MB of file used to become ~400 MB of
+  // parsed values (each ~100 bytes). The allowance now grows with the file's
+  // size, so this file is refused and a smaller array within it costs < 100 MB.
+  const uint64_t n = limits::kMaxGgufMetadataValues - 1;
+  gguf::test::Bytes b;
+  b.header(3, 0, 1).key("junk", gguf::test::ARRAY).u32(gguf::test::U8).u64(n).zeros(size_t(n));
+  write_file(path(), std::string(b.b.begin(), b.b.end()));
+  double before = peak_rss_mb();
+  EXPECT_CLEAR_ERROR(gguf::Reader::open(path()), {"junk", "limit", "metadata values"});
+  EXPECT_LT(peak_rss_mb() - before, 50.0);
+
+  const uint64_t fits = 300'000;  // within the fixed allowance: parsed, ~30 MB
+  gguf::test::Bytes small;
+  small.header(3, 0, 1).key("bytes", gguf::test::ARRAY).u32(gguf::test::U8).u64(fits).zeros(size_t(fits));
+  write_file(path(), std::string(small.b.begin(), small.b.end()));
+  before = peak_rss_mb();
+  const gguf::Reader r = gguf::Reader::open(path());
+  ASSERT_NE(r.find("bytes"), nullptr);
+  EXPECT_EQ(r.find("bytes")->array.size(), fits);
+  EXPECT_LT(peak_rss_mb() - before, 100.0);
+}
+
 TEST_F(HostileGguf, TensorRowsDisagreeingWithTheVocabulary) {
   write_tiny_gguf(path(), [](gguf::Writer&, std::vector<TensorDecl>& t) { t[0].ne = {64, 300}; t.push_back({"output.weight", {64, 256}}); });
   EXPECT_CLEAR_ERROR(Model::load(path()), {"output.weight", "[64, 256]", "[64, 300]"});

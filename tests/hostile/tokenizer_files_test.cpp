@@ -87,21 +87,49 @@ TEST(HostileTokenizer, VocabularyIdOfTwoToTheTwentySixIsRefused) {
   EXPECT_LT(peak_rss_mb() - before, 100.0);
 }
 
-TEST(HostileTokenizer, TenMegabytesOfWhitespaceTokenize) {
-  // The Qwen-style split pattern backtracks over a whole whitespace run; with
-  // PCRE2's default limit this failed with error -47.
-  const std::string tj = R"({"model": {"type": "BPE", "vocab": {"Ġ": 0, "ĠĠ": 1, "a": 2}, "merges": ["Ġ Ġ"]},
+// A byte-level tokenizer with Qwen's split pattern: the 256 byte tokens and "ĠĠ".
+Tokenizer qwen_style_tokenizer() {
+  std::string vocab = R"("ĠĠ": 256)";
+  for (int b = 0; b < 256; ++b) {
+    const uint32_t cp = byte_to_codepoint(uint8_t(b));
+    std::string s;
+    if (cp == '"' || cp == '\\') s = std::string("\\") + char(cp);
+    else if (cp < 0x80) s += char(cp);
+    else { s += char(0xC0 | (cp >> 6)); s += char(0x80 | (cp & 0x3F)); }
+    vocab += ", \"" + s + "\": " + std::to_string(b);
+  }
+  return Tokenizer::from_hf(R"({"model": {"type": "BPE", "vocab": {)" + vocab + R"(}, "merges": ["Ġ Ġ"]},
     "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
       {"type": "Split", "pattern": {"Regex": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}, "behavior": "Isolated", "invert": false},
       {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]},
-    "decoder": {"type": "ByteLevel"}})";
-  const Tokenizer t = Tokenizer::from_hf(tj, "");
+    "decoder": {"type": "ByteLevel"}})", "");
+}
+
+TEST(HostileTokenizer, TenMegabytesOfWhitespaceTokenize) {
+  // The Qwen-style split pattern backtracks over a whole whitespace run; with
+  // PCRE2's default limit this failed with error -47. No piece boundary inside
+  // the run is safe, so the regex sees the whole run.
+  const Tokenizer t = qwen_style_tokenizer();
   const std::string text(10'000'000, ' ');
   std::vector<int32_t> ids;
   const double secs = seconds([&] { ids = t.encode(text, false); });
   ASSERT_EQ(ids.size(), 5'000'000u);  // pairs of spaces
   EXPECT_LT(secs, 30.0);
-  EXPECT_EQ(t.decode(ids), text);
+  EXPECT_TRUE(t.decode(ids) == text);
+}
+
+TEST(HostileTokenizer, MegabytesOfMixedRunsTokenizeInLinearTime) {
+  // Long runs of each character class the pattern treats differently, and a
+  // stretch where every few bytes change class: the regex sees a window of the
+  // text per match, so the time grows with the text's length only.
+  const Tokenizer t = qwen_style_tokenizer();
+  std::string text = std::string(1'000'000, ' ') + "x" + std::string(1'000'000, '7') + std::string(1'000'000, '!') +
+                     std::string(500'000, '\n') + " \t";
+  while (text.size() < 6'000'000) text += "ab 12.. \n\n  \xE4\xB8\xAD'S  ";  // no " ." (decode clean-up)
+  std::vector<int32_t> ids;
+  const double secs = seconds([&] { ids = t.encode(text, false); });
+  EXPECT_LT(secs, 30.0);
+  EXPECT_TRUE(t.decode(ids) == text);  // (not EXPECT_EQ: it would print megabytes)
 }
 
 }  // namespace
@@ -115,3 +143,31 @@ TEST(HostileTokenizer, OverlongAddedTokenIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(HostileTokenizer, ManyAddedTokensSharingLongPrefixesMatchInLinearTime) {
+  // 2,400 added tokens: a^k followed by one of 16 bytes, k up to 250, listed so
+  // that the byte a text of a's needs comes last at every branch. Trying every
+  // position walks 250 bytes deep there; the automaton reads each byte once.
+  std::string added;
+  int32_t id = 1;
+  for (int k = 100; k < 250; ++k)
+    for (const char c : std::string("bcdefghijklmnopq")) {
+      added += std::string(added.empty() ? "" : ",") + R"({"id": )" + std::to_string(id++) + R"(, "content": ")" +
+               std::string(size_t(k), 'a') + c + R"(", "special": true})";
+    }
+  const Tokenizer t = Tokenizer::from_hf(
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "added_tokens": [)" + added + "]}", "");
+  std::string text(4'000'000, 'a');
+  text += std::string(200, 'a') + "q";
+  std::vector<int32_t> ids;
+  const double secs = seconds([&] { ids = t.encode(text, false); });
+  EXPECT_LT(secs, 20.0);
+  // Leftmost-longest: a^249 q (id 2,400), the longest spelling, starts 249 a's before the q.
+  ASSERT_EQ(ids.size(), 4'000'200u - 249 + 1);
+  EXPECT_EQ(ids.back(), 2400);
+}
+
+}  // namespace
+

