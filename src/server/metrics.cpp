@@ -1,5 +1,8 @@
 #include "server/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 namespace ember::server {
@@ -85,6 +88,19 @@ std::string Metrics::render(const EngineStats& e) const {
            e.blocks_cached);
   metric(out, "ember_prefix_cache_tokens", "gauge", "Tokens held by the prefix cache", double(e.cached_tokens));
   metric(out, "ember_preemptions_total", "counter", "Sequences preempted for memory", double(e.preemptions));
+  // The process figures Prometheus clients conventionally export, so a remote
+  // benchmark can read the server's CPU time and memory.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+  metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the server process", cpu);
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  metric(out, "process_resident_memory_bytes", "gauge", "Resident memory of the server process",
+         double(resident) * double(sysconf(_SC_PAGESIZE)));
   return out;
 }
 

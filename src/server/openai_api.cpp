@@ -104,6 +104,8 @@ void common_fields(const json& body, const ServedModel& m, OpenAiCall& call) {
   call.gen.sampling = sampling_fields(body, 2.0, m.sampling);
   call.gen.stop = strings_field(body, "stop", kMaxStops);
   call.n = int(integer_field(body, "n", 1, kMaxChoices).value_or(1));
+  // An extension other servers share: generate past end-of-generation tokens (benchmarks ask exact lengths).
+  call.gen.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
   call.stream = bool_field(body, "stream").value_or(false);
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) throw ApiError(400, "stream_options must be an object", "stream_options");
@@ -294,7 +296,9 @@ json openai_usage_chunk(const OpenAiCall& call, const ServedModel& m, const std:
 }
 
 json openai_models(const ServedModel& m) {
-  json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "ember"}};
+  // max_model_len: the context a request's prompt and answer share (the name other servers use).
+  json model = {{"id", m.id}, {"object", "model"}, {"created", m.created}, {"owned_by", "ember"},
+                {"max_model_len", m.context}};
   // The model's own defaults, which apply to the fields a request leaves out.
   if (const SamplingDefaults& d = m.sampling_defaults; !d.empty()) {
     json s = json::object();

@@ -89,6 +89,9 @@ TEST(OpenAiRequest, CompletionTakesTextOrTokenIds) {
   const OpenAiCall ids = parse_completion(parse_json_object(R"({"prompt": [1, 2, 3]})"), qwen3_model());
   EXPECT_EQ(ids.gen.prompt, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(ids.gen.max_tokens, 16);  // the API's documented default
+  EXPECT_FALSE(ids.gen.ignore_eos);
+  EXPECT_TRUE(parse_completion(parse_json_object(R"({"prompt": [1], "ignore_eos": true})"), qwen3_model()).gen.ignore_eos);
+  EXPECT_EQ(openai_models(qwen3_model())["data"][0]["max_model_len"], qwen3_model().context);
 }
 
 TEST(OpenAiRequest, BadInputIsRefusedWithTheRightStatus) {

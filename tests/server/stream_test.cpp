@@ -115,4 +115,11 @@ TEST(MetricsText, HasCountersHistogramsAndEngineGauges) {
   EXPECT_EQ(text.find("ember_kv_blocks_cached"), std::string::npos);  // requests live: not counted
   e.blocks_cached = 10;
   EXPECT_NE(m.render(e).find("ember_kv_blocks_cached 10\n"), std::string::npos);
+  // The process's own figures: some CPU time spent, and resident memory of at least a megabyte.
+  auto value = [&](const std::string& name) {
+    const size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+  EXPECT_GT(value("process_cpu_seconds_total"), 0.0);
+  EXPECT_GT(value("process_resident_memory_bytes"), 1e6);
 }
