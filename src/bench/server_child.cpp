@@ -47,12 +47,14 @@ ServerChild::ServerChild(std::vector<std::string> args, const std::string& log_p
     : log_(log_path) {
   args.insert(args.begin(), {"ember", "serve"});
   args.insert(args.end(), {"--port", "0"});
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0) throw Error("bench: cannot start the server");
   if (pid_ == 0) {
     // The server goes when the bench goes, however it goes (a timeout's SIGKILL included):
     // a server left behind would hold the port's GPU memory for the next run.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);  // the bench died before the line above took effect
     const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDERR_FILENO);
@@ -106,7 +108,10 @@ int ServerChild::stop() {
       pid_ = -1;
       return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     }
-    if (r < 0) break;
+    if (r < 0) {  // already reaped elsewhere: its pid may belong to another process now
+      pid_ = -1;
+      return -1;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill(pid_, SIGKILL);

@@ -113,6 +113,12 @@ StreamResult stream_completion(const Endpoint& ep, const CompletionRequest& req,
     const double at = now_s();
     if (raw.size() < 4096) raw.append(data, std::min(n, 4096 - raw.size()));
     buffer.append(data, n);
+    // An event is a few hundred bytes; a server that never ends one is not streaming.
+    if (buffer.size() > (1u << 20)) {
+      r.error = "an SSE event of over 1 MB without its end: not an event stream";
+      buffer.clear();
+      return false;
+    }
     for (;;) {
       size_t cut = buffer.find("\n\n");
       size_t sep = 2;
@@ -140,7 +146,7 @@ StreamResult stream_completion(const Endpoint& ep, const CompletionRequest& req,
   if (!buffer.empty() && !done) parse_sse_event(buffer, r.start + r.end, r);
   r.status = sent ? res.status : 0;
   if (!sent) {
-    r.error = "no answer from " + ep.url + ": " + httplib::to_string(err);
+    if (r.error.empty()) r.error = "no answer from " + ep.url + ": " + httplib::to_string(err);
   } else if (res.status != 200) {
     const json j = json::parse(raw, nullptr, false);
     std::string msg = raw;

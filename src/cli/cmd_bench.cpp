@@ -5,6 +5,8 @@
 // `ember bench roofline` prints the memory bandwidth the percentages use.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -199,14 +201,26 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   std::unique_ptr<ServerChild> child;
   std::vector<Target> targets;
   if (f.url.empty()) {
-    auto has = [&](const char* flag) { return std::find(serve_args.begin(), serve_args.end(), flag) != serve_args.end(); };
+    // A flag given in --serve-args, as "--flag VALUE" or "--flag=VALUE".
+    auto has = [&](const std::string& flag) {
+      return std::any_of(serve_args.begin(), serve_args.end(),
+                         [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+    };
     std::vector<std::string> args = {"--model", f.model, "--backend", f.backend};
     int64_t ctx = std::min<int64_t>(local.max_context, std::max<int64_t>(context_needed(req), 512));
     if (f.ctx > 0) ctx = f.ctx;
     if (!has("--ctx")) args.insert(args.end(), {"--ctx", std::to_string(ctx)});
     else
-      for (size_t i = 0; i + 1 < serve_args.size(); ++i)
-        if (serve_args[i] == "--ctx") ctx = std::stoll(serve_args[i + 1]);
+      for (size_t i = 0; i < serve_args.size(); ++i) {
+        std::string v;
+        if (serve_args[i] == "--ctx" && i + 1 < serve_args.size()) v = serve_args[i + 1];
+        else if (serve_args[i].rfind("--ctx=", 0) == 0) v = serve_args[i].substr(6);
+        else continue;
+        char* end = nullptr;
+        const long long c = std::strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0' || c <= 0) throw Error("bench: --serve-args: --ctx must be a positive count, not '" + v + "'");
+        ctx = c;
+      }
     const int max_clients = req.clients.empty() ? (f.quick ? 4 : 64) : *std::max_element(req.clients.begin(), req.clients.end());
     if (!has("--parallel")) args.insert(args.end(), {"--parallel", std::to_string(std::max(8, max_clients))});
     args.insert(args.end(), serve_args.begin(), serve_args.end());

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/model_sampling_flags.h"
 #include "cli/engine_flags.h"
 #include "cli/flag_checks.h"
 #include "model/sampling_defaults.h"
@@ -94,8 +95,9 @@ void serve(ServeOptions o) {
   ctx.model.context = e.backend->limits().max_context;
   ctx.model.token_trie = std::make_shared<const grammar::TokenTrie>(*e.tok);  // once, for every constrained request
   ctx.model.created = int64_t(std::time(nullptr));
-  ctx.model.sampling_defaults = sampling_defaults(*e.model);
-  ctx.model.sampling = server::model_sampling(ctx.model.sampling_defaults);
+  const cli::ModelSampling ms = cli::checked_model_sampling(*e.model);
+  ctx.model.sampling_defaults = ms.defaults;
+  ctx.model.sampling = ms.params;
   ctx.engine = e.engine.get();
   if (!ctx.stopping) {
     ctx.ready = true;

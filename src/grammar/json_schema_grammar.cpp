@@ -47,6 +47,7 @@ class SchemaCompiler {
     for (auto it = s.begin(); it != s.end(); ++it)
       if (kUnsupported.count(it.key())) throw Error("schema: '" + it.key() + "' is not supported");
     if (s.contains("uniqueItems") && s["uniqueItems"] == true) throw Error("schema: 'uniqueItems' is not supported");
+    check_combinator_alone(s);
     if (s.contains("$ref")) return reference(s["$ref"], depth);
     if (s.contains("const")) return g_.rule({g_.literal(s["const"].dump())});
     if (s.contains("enum")) {
@@ -90,6 +91,29 @@ class SchemaCompiler {
       return typed("object", s, depth);
     if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) return typed("array", s, depth);
     return any_value();
+  }
+
+  // $ref, anyOf, oneOf and allOf each compile on their own: an assertion
+  // beside one (or a second of them) would be silently dropped and the output
+  // could break it, so it is refused. Annotations (title, description,
+  // default, $defs, ...) are fine there.
+  static void check_combinator_alone(const json& s) {
+    static const char* const kCombinators[] = {"$ref", "anyOf", "oneOf", "allOf"};
+    static const char* const kAssertions[] = {"type", "properties", "required", "additionalProperties", "items",
+                                              "minItems", "maxItems", "minLength", "maxLength", "minimum", "maximum",
+                                              "exclusiveMinimum", "exclusiveMaximum", "const", "enum"};
+    const char* combinator = nullptr;
+    for (const char* c : kCombinators)
+      if (s.contains(c)) {
+        if (combinator)
+          throw Error(std::string("schema: '") + c + "' beside '" + combinator + "' is not supported; nest one in the other");
+        combinator = c;
+      }
+    if (!combinator) return;
+    for (const char* a : kAssertions)
+      if (s.contains(a))
+        throw Error(std::string("schema: '") + a + "' beside '" + combinator +
+                    "' is not supported (it would be ignored); move it into the referenced schema or each branch");
   }
 
   uint32_t any_object() {

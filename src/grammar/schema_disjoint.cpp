@@ -13,7 +13,10 @@ using json = nlohmann::ordered_json;
 enum Kind : unsigned { Null = 1, Boolean = 2, Whole = 4, Fraction = 8, String = 16, Array = 32, Object = 64 };
 constexpr unsigned kAnyKind = 127;
 constexpr int kMaxDepth = 16;          // deeper $ref / combinator chains count as "anything"
-constexpr size_t kMaxComparisons = 100000;  // const/enum values compared per pair, at most
+// Comparisons (value pairs, required-list entries, branch pairs) per oneOf, at
+// most: past it the branches count as overlapping and the oneOf is refused,
+// so one request cannot buy quadratic time with many large branches.
+constexpr size_t kMaxWork = 2000000;
 // Schemas looked at per oneOf: past it every shape is "anything" (so the oneOf is
 // refused), which bounds the work of a schema whose $refs and anyOfs fan out.
 constexpr int kMaxShapes = 20000;
@@ -55,6 +58,12 @@ struct Shape {
 class Analyser {
  public:
   explicit Analyser(const json& root) : root_(root) {}
+
+  // Counts n steps of work; false once the budget is spent.
+  bool spend(size_t n) const {
+    work_ += n;
+    return work_ <= kMaxWork;
+  }
 
   // The schema `s` after following $ref (nullptr when it cannot be followed).
   const json* resolve(const json* s, int depth) const {
@@ -150,8 +159,9 @@ class Analyser {
     return false;
   }
 
-  static bool values_disjoint(const std::vector<const json*>& a, const std::vector<const json*>& b) {
-    if (a.size() * b.size() > kMaxComparisons) return false;
+
+  bool values_disjoint(const std::vector<const json*>& a, const std::vector<const json*>& b) const {
+    if (!spend(a.size() * b.size())) return false;
     for (const json* x : a)
       if (contains(b, *x)) return false;
     return true;
@@ -162,9 +172,13 @@ class Analyser {
     const json* ra = resolve(&a, 0);
     const json* rb = resolve(&b, 0);
     if (!ra || !rb || !ra->is_object() || !rb->is_object()) return false;
-    const auto required = [](const json& s, const std::string& name) {
+    // With additional properties allowed, a branch may repeat the discriminator
+    // as an extra member ({"kind": "a", "kind": "b"}), and parsers keep the last.
+    for (const json* r : {ra, rb})
+      if (const auto ap = r->find("additionalProperties"); ap != r->end() && *ap != false) return false;
+    const auto required = [this](const json& s, const std::string& name) {
       const auto it = s.find("required");
-      if (it == s.end() || !it->is_array()) return false;
+      if (it == s.end() || !it->is_array() || !spend(it->size())) return false;
       for (const json& r : *it)
         if (r == name) return true;
       return false;
@@ -182,6 +196,7 @@ class Analyser {
 
   const json& root_;
   mutable int shapes_ = 0;
+  mutable size_t work_ = 0;
 };
 
 }  // namespace
@@ -192,7 +207,8 @@ std::optional<std::string> oneof_overlap(const json& branches, const json& root)
   for (const json& b : branches) shapes.push_back(an.shape(b, 0));
   for (size_t i = 0; i < branches.size(); ++i)
     for (size_t j = i + 1; j < branches.size(); ++j)
-      if (!an.disjoint(branches[i], shapes[i], branches[j], shapes[j])) return std::to_string(i) + " and " + std::to_string(j);
+      if (!an.spend(1) || !an.disjoint(branches[i], shapes[i], branches[j], shapes[j]))
+        return std::to_string(i) + " and " + std::to_string(j);
   return std::nullopt;
 }
 

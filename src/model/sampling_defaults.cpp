@@ -1,6 +1,7 @@
 #include "model/sampling_defaults.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -66,7 +67,9 @@ SamplingDefaults sampling_defaults_from_generation_config(std::string_view json_
   d.min_p = json_number(j, "min_p");
   d.repetition_penalty = json_number(j, "repetition_penalty");
   if (auto k = json_number(j, "top_k")) {
-    if (*k != double(int64_t(*k))) throw Error("generation_config.json: 'top_k' must be an integer");
+    // Range first: converting a double past int64's range is undefined.
+    if (!(std::fabs(*k) <= 2147483647.0) || *k != double(int64_t(*k)))
+      throw Error("generation_config.json: 'top_k' must be an integer of at most 2147483647");
     d.top_k = int64_t(*k);
   }
   // Transformers samples only with do_sample: true. Many files leave it out

@@ -3,6 +3,7 @@
 // grammar must still reach the usual ways of writing such values.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 
 #include "grammar/grammar_matcher.h"
@@ -158,6 +159,9 @@ TEST(SchemaGrammar, OneOfThatMayOverlapIsRefused) {
            // a discriminator that only one branch requires
            R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"]},
                         {"type":"object","properties":{"kind":{"const":"b"}}}]})",
+           // a discriminator in branches that allow extra members: {"kind":"a","kind":"b"} parses as the other
+           R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"}},"required":["kind"],"additionalProperties":true},
+                        {"type":"object","properties":{"kind":{"const":"b"}},"required":["kind"]}]})",
            // self-referencing fan-out: analysed within a budget, then refused
            R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"},{"type":"string"}]}},
                "oneOf":[{"$ref":"#/$defs/a"},{"type":"integer"}]})"}) {
@@ -168,6 +172,20 @@ TEST(SchemaGrammar, OneOfThatMayOverlapIsRefused) {
       EXPECT_NE(std::string(e.what()).find("oneOf"), std::string::npos) << e.what();
     }
   }
+}
+
+// 2,000 disjoint branches of 50 values each: about 5e9 value comparisons if every
+// pair were checked in full. A budget for the whole oneOf refuses it at once.
+TEST(SchemaGrammar, OneOfAnalysisIsBoundedForHugeSchemas) {
+  json branches = json::array();
+  for (int b = 0; b < 2000; ++b) {
+    json values = json::array();
+    for (int v = 0; v < 50; ++v) values.push_back(b * 50 + v);
+    branches.push_back({{"enum", values}});
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(json_schema_grammar(json{{"oneOf", branches}}), Error);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
 TEST(SchemaGrammar, PrefixAndSuffixWrapTheValue) {
@@ -182,6 +200,23 @@ TEST(SchemaGrammar, RefusesWhatItCannotEnforce) {
                           R"({"type":"string","maxLength":100000})", R"({"anyOf":[{"$ref":"#"}]})", R"({"enum":[]})",
                           R"({"type":"number","minimum":0.2,"maximum":0.7})", "[]"})
     EXPECT_THROW(json_schema_grammar(json::parse(bad)), Error) << bad;
+}
+
+// A combinator compiles alone: an assertion beside it would be dropped, so it is refused; annotations are fine.
+TEST(SchemaGrammar, AssertionsBesideACombinatorAreRefused) {
+  for (const char* bad : {R"({"type":"object","properties":{"a":{"type":"integer"}},"anyOf":[{"required":["a"]},{}]})",
+                          R"({"type":"string","oneOf":[{"maxLength":2},{"minLength":5}]})",
+                          R"({"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","maxLength":3})",
+                          R"({"allOf":[{"type":"string"}],"anyOf":[{"type":"string"}]})"}) {
+    try {
+      json_schema_grammar(json::parse(bad));
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("beside"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(compile(R"({"anyOf":[{"type":"string"},{"type":"null"}],"title":"X","default":null,"description":"d"})"));
+  EXPECT_NO_THROW(compile(R"({"$defs":{"s":{"type":"string"}},"$ref":"#/$defs/s","description":"d"})"));
 }
 
 TEST(SchemaGrammar, RefusesSchemasThatMultiplyIntoTooManyRules) {

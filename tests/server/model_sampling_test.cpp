@@ -93,6 +93,9 @@ TEST(ModelSampling, ReadsGenerationConfig) {
   EXPECT_THROW(sampling_defaults_from_generation_config(R"({"do_sample": 1})"), Error);
   EXPECT_THROW(sampling_defaults_from_generation_config("[1, 2]"), Error);
   EXPECT_THROW(sampling_defaults_from_generation_config("{"), Error);
+  // Past int64's range: refused before any conversion (which would be undefined).
+  EXPECT_THROW(sampling_defaults_from_generation_config(R"({"top_k": 1e30})"), Error);
+  EXPECT_THROW(sampling_defaults_from_generation_config(R"({"top_k": -1e300})"), Error);
 }
 
 TEST(ModelSampling, OutOfRangeDefaultsAreRefusedNamingTheSource) {
