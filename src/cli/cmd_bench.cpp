@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/backend_factory.h"
+#include "cli/flag_checks.h"
 #include "bench/nvml.h"
 #include "bench/plan.h"
 #include "bench/plots.h"
@@ -216,10 +217,9 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
         if (serve_args[i] == "--ctx" && i + 1 < serve_args.size()) v = serve_args[i + 1];
         else if (serve_args[i].rfind("--ctx=", 0) == 0) v = serve_args[i].substr(6);
         else continue;
-        char* end = nullptr;
-        const long long c = std::strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || c <= 0) throw Error("bench: --serve-args: --ctx must be a positive count, not '" + v + "'");
-        ctx = c;
+        // The flag checks every ember command uses, so the message reads the same.
+        if (const std::string bad = integer_in("ctx", 1, INT32_MAX)(v); !bad.empty()) throw Error("bench: --serve-args: " + bad);
+        ctx = std::stoll(v);
       }
     const int max_clients = req.clients.empty() ? (f.quick ? 4 : 64) : *std::max_element(req.clients.begin(), req.clients.end());
     if (!has("--parallel")) args.insert(args.end(), {"--parallel", std::to_string(std::max(8, max_clients))});
