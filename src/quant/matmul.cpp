@@ -1,5 +1,6 @@
 // Products on quantised weights: activation conversion, the portable matmul,
 // the float reference dot, and dispatch to the SIMD kernels.
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -136,9 +137,16 @@ void matmul_rows_scalar(GgmlType w, const void* W, size_t w_stride, int64_t r0, 
 
 bool has_simd_matmul(GgmlType w) { return detail::simd_kernel(w) != nullptr; }
 
+namespace {
+std::atomic<bool> portable_products{false};
+}  // namespace
+
+void use_portable_products(bool on) { portable_products.store(on, std::memory_order_relaxed); }
+
 void matmul_rows(GgmlType w, const void* W, size_t w_stride, int64_t r0, int64_t r1, int64_t k, const void* xq,
                  size_t xq_stride, int64_t ntok, float* Y, int64_t ldy) {
-  if (auto kernel = detail::simd_kernel(w); kernel && k <= detail::kMaxSimdRow) {
+  const bool portable = portable_products.load(std::memory_order_relaxed);
+  if (auto kernel = detail::simd_kernel(w); kernel && k <= detail::kMaxSimdRow && !portable) {
     check_k(w, k, "matmul_rows");
     kernel(static_cast<const uint8_t*>(W), w_stride, r0, r1, k, static_cast<const uint8_t*>(xq), xq_stride, ntok,
            Y, ldy);

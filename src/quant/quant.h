@@ -47,5 +47,11 @@ void matmul_rows_scalar(GgmlType weight_type, const void* W, size_t w_stride, in
                         const void* xq, size_t xq_stride, int64_t ntok, float* Y, int64_t ldy);
 // True when matmul_rows has a SIMD kernel for this weight type on this build.
 bool has_simd_matmul(GgmlType weight_type);
+// Process-wide: matmul_rows takes the portable path for every type while on.
+// Tests use it to measure how far two correct summation orders of one model
+// drift apart: with 8-bit activations a last-bit difference can move a value
+// across a rounding boundary, so whole-model comparisons between backends are
+// bounded by that drift, not by float precision.
+void use_portable_products(bool on);
 
 }  // namespace ember::quant

@@ -148,5 +148,23 @@ TEST(Product, RowRangeAndStrideAreHonoured) {
     }
 }
 
+// While portable products are on, matmul_rows is the portable path bit for bit
+// (the CUDA model tests measure the CPU's drift between its two paths with it).
+TEST(Product, PortableSwitchSelectsThePortablePath) {
+  const GgmlType t = GgmlType::Q4_K;
+  const int64_t k = 512, rows = 9, ntok = 3;
+  const auto w = make_weights(t, rows, k, 11);
+  const size_t rb = row_bytes(t, k), xb = activation_row_bytes(t, k);
+  const auto x = test::normal_data(size_t(ntok * k), 5);
+  std::vector<uint8_t> xq(xb * size_t(ntok));
+  for (int64_t s = 0; s < ntok; ++s) quantize_activation_row(t, x.data() + s * k, xq.data() + s * xb, k);
+  std::vector<float> y(size_t(ntok * rows)), ys(size_t(ntok * rows));
+  matmul_rows_scalar(t, w.data(), rb, 0, rows, k, xq.data(), xb, ntok, ys.data(), rows);
+  use_portable_products(true);
+  matmul_rows(t, w.data(), rb, 0, rows, k, xq.data(), xb, ntok, y.data(), rows);
+  use_portable_products(false);
+  EXPECT_EQ(std::memcmp(y.data(), ys.data(), y.size() * sizeof(float)), 0);
+}
+
 }  // namespace
 }  // namespace ember::quant
