@@ -20,17 +20,8 @@ skip=" ${EMBER_CUDA_SKIP:-} "
 
 bin=${EMBER_CUDA_BIN:-}
 if [ -n "$bin" ]; then
-  [ -f "$bin/cuda-bin.tar.xz" ] && tar -C "$bin" -xJf "$bin/cuda-bin.tar.xz"
-  export LD_LIBRARY_PATH="$PWD/$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  # Shared libraries this machine lacks (cpp-httplib, libcurl and theirs) come
-  # from DIR/libs, only those, so the system's own copies stay in use.
-  if [ -d "$bin/libs" ]; then
-    for _ in 1 2 3 4; do
-      missing=$(for f in "$bin"/*; do [ -f "$f" ] && [ -x "$f" ] && ldd "$f" 2>/dev/null; done | awk '/not found/ {print $1}' | sort -u)
-      [ -z "$missing" ] && break
-      for l in $missing; do [ -f "$bin/libs/$l" ] && cp "$bin/libs/$l" "$bin/"; done
-    done
-  fi
+  . scripts/use-cuda-bin.sh
+  use_cuda_bin "$bin"
   # Binaries built elsewhere read test data from their build's source folder.
   for d in /work/main; do [ -e "$d" ] || { mkdir -p "$(dirname "$d")"; ln -s "$PWD" "$d"; }; done
   bin="$PWD/$bin"
@@ -84,6 +75,16 @@ for _ in range(20):
     s.record(); b.copy_(a); e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 1e3)
 times.sort()
 print(f"copy bandwidth (read + write, median of 20): {2 * n / times[10] / 1e9:.0f} GB/s")
+# The tensor cores' bfloat16 rate: the prefill roofline.
+m = 8192
+x = torch.randn(m, m, dtype=torch.bfloat16, device="cuda"); y = torch.randn_like(x)
+for _ in range(3): x @ y
+times = []
+for _ in range(20):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); x @ y; e.record(); torch.cuda.synchronize(); times.append(s.elapsed_time(e) / 1e3)
+times.sort()
+print(f"bf16 matrix rate ({m}^3, median of 20): {2 * m**3 / times[10] / 1e12:.0f} TFLOP/s")
 PY
   cat "$out/roofline.log" | tee -a "$summary"
   # Each format's product alone, float and integer paths, against the copy bandwidth.
@@ -99,6 +100,8 @@ PY
     step "bench-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch "${EMBER_CUDA_BATCH:-1,2,4,8,16,32,64}" --prompt 128 --decode 64 --rounds 2
     # The same decode with the float products only: what the integer products gain, in one run.
     [ -n "${EMBER_CUDA_AB:-}" ] && step "bench-$preset-$quant-float" env EMBER_CUDA_FLOAT_PRODUCTS=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1,16 --prompt 128 --decode 64 --rounds 2
+    # Prefill: one cold document in steps of 2,048 tokens (dense matrices on the tensor cores).
+    step "prefill-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 16 --decode 8 --rounds 1 --doc "${EMBER_CUDA_DOC:-8192}" --step 2048
     # Where one step's time goes, operation by operation (no graphs in this mode).
     step "profile-$preset-$quant" env EMBER_CUDA_PROFILE=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 128 --decode 32 --rounds 1
     rm -f "$model"

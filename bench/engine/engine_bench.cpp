@@ -1,7 +1,7 @@
 // The serving engine's speed, measured through its own API (no HTTP):
 //
 //   ember_bench_engine --model FILE [--backend cpu] [--threads N] [--batch 1,2,4,8]
-//                      [--prompt 128] [--decode 64] [--doc 8022] [--rounds 3]
+//                      [--prompt 128] [--decode 64] [--doc 8022] [--step 256] [--rounds 3]
 //
 // 1. Continuous batching: B requests with distinct prompts submitted at once;
 //    aggregate decode tok/s = tokens generated after each request's first
@@ -9,7 +9,8 @@
 //    also as a ratio to the single-sequence figure of the same round.
 // 2. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
 //    then A again plus a 40-token question; the return to A is reported as a
-//    share of A's cold prefill time.
+//    share of A's cold prefill time; A's cold prefill also as tokens per second.
+// --step sets the tokens of one engine step (prompt chunks share it).
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
 #include <algorithm>
 #include <chrono>
@@ -83,7 +84,7 @@ using bench::parse_list;
 
 int main(int argc, char** argv) {
   std::string path, backend_kind = "auto", batches = "1,2,4,8";
-  int threads = 0, prompt_len = 128, decode = 64, doc = 0, rounds = 3;
+  int threads = 0, prompt_len = 128, decode = 64, doc = 0, rounds = 3, step = 256;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -94,11 +95,12 @@ int main(int argc, char** argv) {
     else if (a == "--prompt") prompt_len = std::stoi(next());
     else if (a == "--decode") decode = std::stoi(next());
     else if (a == "--doc") doc = std::stoi(next());
+    else if (a == "--step") step = std::max(1, std::stoi(next()));
     else if (a == "--rounds") rounds = std::max(1, std::stoi(next()));
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: %s --model FILE [--backend cpu] [--threads N] [--batch 1,2,4,8] [--prompt N] [--decode N] [--doc N] [--rounds N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --model FILE [--backend cpu] [--threads N] [--batch 1,2,4,8] [--prompt N] [--decode N] [--doc N] [--step N] [--rounds N]\n", argv[0]);
     return 2;
   }
   try {
@@ -111,7 +113,7 @@ int main(int argc, char** argv) {
     bo.kind = backend_kind;
     bo.n_threads = threads;
     bo.limits.max_context = std::max(prompt_len + decode + 8, doc + 64 + 8);
-    bo.limits.max_tokens = 256;
+    bo.limits.max_tokens = std::max(step, max_b);
     bo.limits.max_logit_rows = max_b;
     const uint64_t per_pos = kv_block_bytes(model->desc(), bo.block_size, bo.kv_type) / uint64_t(bo.block_size);
     bo.kv_mem = per_pos * uint64_t(std::max<int64_t>(int64_t(max_b) * (prompt_len + decode + 32), 2 * (doc + 128)) + 4096);
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
       std::printf("| A cold | %.2f | %lld |\n| B cold | %.2f | %lld |\n| A + 40-token question | %.3f | %lld |\n", cold_a, (long long)c0,
                   cold_b, (long long)c1, back_a, (long long)reused);
       std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
+      std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a, step);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

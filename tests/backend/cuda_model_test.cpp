@@ -5,22 +5,31 @@
 // of the comparison too), and greedy continuations must agree.
 //
 // Bounds: max |cuda - cpu| / max |cpu| <= 1e-4 with float weights (both sides
-// compute in float32). With quantised weights the CPU multiplies 8-bit
-// quantised activations while the GPU keeps them in float, so the two differ
-// by the CPU's activation rounding: the bound there is 5e-2, and the argmax of
-// every position where the CPU's top two logits are apart by 1% must agree.
+// compute in float32). Where the GPU keeps activations in float and the CPU
+// rounds them to 8 bits (the tiny preset, Q8_0), the two differ by that
+// rounding: the bound there is a stated constant. Where both round them the
+// same way (Q4_K/Q6_K at real widths), they still drift apart: a last-bit
+// difference in a sum can move one activation across a rounding boundary, a
+// whole step of 1/127 of its block's largest value. The CPU drifts as far from
+// itself when its portable products replace its SIMD ones, so that drift,
+// measured in the same run, is the bound (times a stated factor).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <unistd.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "model/convert.h"
 #include "model/model.h"
 #include "model/presets.h"
+#include "quant/quant.h"
 #include "model_test_util.h"
+#include "util/npy.h"
 #include "util/thread_pool.h"
 
 namespace ember {
@@ -38,8 +47,8 @@ std::vector<int32_t> random_ids(int n, int vocab, uint32_t seed) {
 // Teacher-forced logits (bound: max |cuda - cpu| / max |cpu|), the argmax of
 // every position where the CPU's top two are 1% apart, and (when greedy is
 // set) a 12-token greedy continuation equal in 95% of its tokens.
-void compare(const Model& m, const std::string& what, double bound, double min_agree = 1.0, bool greedy = true) {
-  const auto ids = random_ids(40, m.desc().vocab, 5);
+void compare_ids(const Model& m, const std::string& what, double bound, double min_agree, bool greedy,
+                 const std::vector<int32_t>& ids) {
   const auto cpu = test::all_logits(m, ids, 4, "cpu");
   const auto gpu = test::all_logits(m, ids, 4, "cuda");
   const double err = test::max_rel_error(gpu, cpu);
@@ -53,7 +62,14 @@ void compare(const Model& m, const std::string& what, double bound, double min_a
   int same = 0;
   for (size_t i = 0; i < g_cpu.size(); ++i) same += g_cpu[i] == g_gpu[i];
   std::printf("%-28s greedy tokens equal: %d of %zu\n", what.c_str(), same, g_cpu.size());
-  if (greedy) EXPECT_GE(same * 100, int(g_cpu.size()) * 95) << what << ": greedy continuation";
+  if (greedy) {
+    EXPECT_GE(same * 100, int(g_cpu.size()) * 95) << what << ": greedy continuation";
+  }
+}
+
+void compare(const Model& m, const std::string& what, double bound, double min_agree = 1.0, bool greedy = true,
+             int n_ids = 40) {
+  compare_ids(m, what, bound, min_agree, greedy, random_ids(n_ids, m.desc().vocab, 5));
 }
 
 class CudaModels : public ::testing::Test {
@@ -88,13 +104,52 @@ TEST_F(CudaModels, TinyPresetInEveryQuantMixMatchesTheCpu) {
   }
 }
 
+// How far the CPU drifts from itself when its portable products replace its
+// SIMD ones (same 8-bit rounding, another order of float sums).
+struct Drift {
+  double max, median;
+};
+Drift drift(const std::vector<float>& a, const std::vector<float>& ref, int64_t vocab) {
+  return {test::max_rel_error(a, ref), test::median_rel_error(a, ref, vocab)};
+}
+std::vector<float> cpu_portable_logits(const Model& m, const std::vector<int32_t>& ids) {
+  quant::use_portable_products(true);
+  auto l = test::all_logits(m, ids, 4, "cpu");
+  quant::use_portable_products(false);
+  return l;
+}
+
+// The GPU against the CPU where both round activations to 8 bits the same way:
+// within kDriftFactor of the CPU's own drift plus the float bound (the drift
+// varies the products only; attention and norms sum in other orders too), in
+// the maximum and the median over positions; the argmax agrees wherever the
+// CPU's top two are 1% apart.
+constexpr double kDriftFactor = 3.0, kFloatBound = 1e-4;
+void compare_same_rounding(const Model& m, const std::string& what, const std::vector<int32_t>& ids) {
+  if (!quant::has_simd_matmul(GgmlType::Q4_K)) {
+    ADD_FAILURE() << what << ": this build's CPU side has no SIMD products, so the drift that bounds this "
+                  << "comparison cannot be measured (build with -march=native or -march=x86-64-v3)";
+    return;
+  }
+  const int64_t V = m.desc().vocab;
+  const auto cpu = test::all_logits(m, ids, 4, "cpu");
+  const auto gpu = test::all_logits(m, ids, 4, "cuda");
+  const Drift floor = drift(cpu_portable_logits(m, ids), cpu, V), got = drift(gpu, cpu, V);
+  const double agree = test::decisive_argmax_agreement(gpu, cpu, V, 0.01);
+  std::printf("%-28s GPU vs CPU: max %.2e, median %.2e; CPU portable vs SIMD: max %.2e, median %.2e; "
+              "decisive argmax agreement %.3f\n",
+              what.c_str(), got.max, got.median, floor.max, floor.median, agree);
+  EXPECT_LE(got.max, kDriftFactor * floor.max + kFloatBound) << what;
+  EXPECT_LE(got.median, kDriftFactor * floor.median + kFloatBound) << what;
+  EXPECT_EQ(agree, 1.0) << what;
+}
+
 // Real widths, where every product of the Q4_K mix (Q4_K, Q6_K head) takes the
-// integer path (the tiny preset's rows are too short for 256-element blocks):
-// both backends then round activations the same way and differ only in the
-// order of their float sums. Few layers keep the CPU side quick.
+// integer path (the tiny preset's rows are too short for 256-element blocks).
+// Few layers keep the CPU side quick.
 Preset shortened(const std::string& name, int layers) {
   Preset p = preset(name);
-  p.name += "-" + std::to_string(layers) + "-layers";
+  p.name.append("-").append(std::to_string(layers)).append("-layers");
   p.desc.n_layers = layers;
   p.desc.layers.resize(size_t(layers));
   if (p.desc.n_experts > 0) {
@@ -104,20 +159,21 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Bounds for the quantised mixes: 1.5x the errors measured on the H200
-// (2026-12-02). The float mixes meet the float bound. With quantised weights
-// the two backends stay about 2% (dense) and 5-8% (MoE) apart at these widths
-// even where both round activations identically, for reasons not yet pinned
-// down; the greedy continuation of these random-weight models, whose top
-// logits are often close, is printed but not held to 95% there.
+// Q8_0 takes float products on the GPU, 8-bit activations on the CPU: the bound
+// is 1.5x the error measured on the H200 (2026-12-02), as for the tiny preset.
+// The greedy continuations of these random-weight models are printed, not held
+// to 95%: their top logits are often within the drift above (the CPU's own
+// portable and SIMD products do not agree on them either; the trained model
+// below holds that check).
 struct RealWidthCase {
   const char* preset;
   const char* mix;
-  double bound, min_agree;
+  bool same_rounding;  // both backends round activations to 8 bits alike
+  double bound;        // otherwise: max |cuda - cpu| / max |cpu|
 };
 constexpr RealWidthCase kRealWidthCases[] = {
-    {"dense-1b", "F32", 1e-4, 1.0},      {"dense-1b", "Q4_K", 3.1e-2, 1.0},    {"dense-1b", "Q8_0", 3.3e-2, 0.95},
-    {"moe-30b-a3b", "F32", 1e-4, 1.0},   {"moe-30b-a3b", "Q4_K", 7e-2, 1.0},   {"moe-30b-a3b", "Q8_0", 0.115, 0.95},
+    {"dense-1b", "F32", false, 1e-4},    {"dense-1b", "Q4_K", true, 0},    {"dense-1b", "Q8_0", false, 3.3e-2},
+    {"moe-30b-a3b", "F32", false, 1e-4}, {"moe-30b-a3b", "Q4_K", true, 0}, {"moe-30b-a3b", "Q8_0", false, 0.115},
 };
 
 TEST_F(CudaModels, RealWidthsMatchTheCpu) {
@@ -130,9 +186,85 @@ TEST_F(CudaModels, RealWidthsMatchTheCpu) {
     generate_model(p, c.mix, "", out.string(), 3, pool, false);
     auto m = Model::load(out.string());
     fs::remove(out);
+    const std::string what = p.name + " " + c.mix;
     const bool float_weights = std::string(c.mix) == "F32";
-    compare(*m, p.name + " " + c.mix, c.bound, c.min_agree, float_weights);
+    if (c.same_rounding)
+      compare_same_rounding(*m, what, random_ids(64, m->desc().vocab, 5));
+    else
+      compare(*m, what, c.bound, float_weights ? 1.0 : 0.95, float_weights, 64);
   }
+}
+
+// Prefill in one step of 128 tokens: the dense matrices take the tensor cores
+// (activations in bfloat16, not the CPU's 8 bits), the experts the decode
+// products. Bounds: 1.5x the errors measured on the H200 (2026-12-02), the
+// size of the Q8_0 cases above (bfloat16 against 8-bit rounding); decisive
+// argmax agreement 95%.
+TEST_F(CudaModels, PrefillOnTensorCoresMatchesTheCpu) {
+  ThreadPool pool(8);
+  for (const auto& [name, bound] : {std::pair{"dense-1b", 3.1e-2}, std::pair{"moe-30b-a3b", 0.115}}) {
+    const Preset p = shortened(name, 2);
+    const fs::path out = fs::temp_directory_path() / (p.name + "-tc-" + std::to_string(getpid()) + ".gguf");
+    generate_model(p, "Q4_K", "", out.string(), 3, pool, false);
+    auto m = Model::load(out.string());
+    fs::remove(out);
+    const auto ids = random_ids(128, m->desc().vocab, 9);
+    const auto cpu = test::all_logits(*m, ids, 4, "cpu");
+    const auto gpu = test::all_logits(*m, ids, 4, "cuda", 128);
+    const double err = test::max_rel_error(gpu, cpu);
+    const double med = test::median_rel_error(gpu, cpu, m->desc().vocab);
+    const double agree = test::decisive_argmax_agreement(gpu, cpu, m->desc().vocab, 0.01);
+    std::printf("%-28s one 128-token step: max relative logit error %.2e, median %.2e, decisive argmax agreement %.3f\n",
+                (p.name + " Q4_K").c_str(), err, med, agree);
+    EXPECT_LE(err, bound) << name;
+    EXPECT_GE(agree, 0.95) << name;
+  }
+}
+
+// The shipped trained model (models/, tests/data/trained): its logits are
+// decided by wide margins, so here the greedy continuations must agree.
+// F16 against PyTorch's logits (the bound the CPU test holds) and its greedy
+// tokens; Q8_0 (shipped) and Q4_K (converted here; rows of 256 and 768 take the
+// integer path) against the CPU, and their 32 greedy tokens after the 128
+// reference ids: equal in 95% for Q8_0. For Q4_K they are printed, not held:
+// there the CPU's own two product paths drift 1.6% of the largest logit apart
+// on this model (0.8% at the median position), as far as some of its top-two
+// gaps, so one close call can send a continuation either way.
+TEST_F(CudaModels, TrainedModelMatchesPyTorchAndTheCpu) {
+  const fs::path root = fs::path(EMBER_SOURCE_DIR);
+  std::ifstream in(root / "tests/data/trained/expected.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto ids = j.at("ids").get<std::vector<int32_t>>();
+  const auto want_greedy = j.at("greedy").get<std::vector<int32_t>>();
+  const int n = int(want_greedy.size());
+
+  auto f16 = Model::load((root / "models/ember-doc-base-F16.gguf").string());
+  const auto ref = read_npy_f32((root / "tests/data/trained/logits.npy").string()).data;
+  const auto gpu = test::all_logits(*f16, ids, 4, "cuda");
+  const double err = test::max_rel_error(gpu, ref);
+  std::printf("%-28s max relative logit error to PyTorch %.2e\n", "trained F16", err);
+  EXPECT_LE(err, 1e-3);
+  EXPECT_EQ(test::greedy(*f16, ids, n, 4, "cuda"), want_greedy) << "F16 greedy continuation";
+
+  ThreadPool pool(4);
+  const fs::path q4 = fs::temp_directory_path() / ("ember-cuda-trained-Q4_K-" + std::to_string(getpid()) + ".gguf");
+  convert_gguf_to_gguf((root / "models/ember-doc-base-F16.gguf").string(), q4.string(), "Q4_K", pool, false);
+  for (const fs::path& file : {root / "models/ember-doc-base-Q8_0.gguf", q4}) {
+    auto m = Model::load(file.string());
+    const bool q4k = file == q4;
+    const std::string what = q4k ? "trained Q4_K" : "trained Q8_0";
+    if (q4k) compare_same_rounding(*m, what, ids);
+    else compare_ids(*m, what, 5e-2, 1.0, false, ids);
+    const auto g_cpu = test::greedy(*m, ids, n, 4, "cpu");
+    const auto g_gpu = test::greedy(*m, ids, n, 4, "cuda");
+    int same = 0;
+    for (int i = 0; i < n; ++i) same += g_cpu[size_t(i)] == g_gpu[size_t(i)];
+    std::printf("%-28s greedy tokens equal: %d of %d\n", what.c_str(), same, n);
+    if (!q4k) {
+      EXPECT_GE(same * 100, n * 95) << what << ": greedy continuation";
+    }
+  }
+  fs::remove(q4);
 }
 
 }  // namespace

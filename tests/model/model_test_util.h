@@ -1,6 +1,7 @@
 // Helpers shared by the model tests: running a model over token ids and
 // comparing logits with a reference.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -33,10 +34,10 @@ inline std::string test_backend_kind() {
 }
 
 inline std::vector<float> all_logits(const Model& m, const std::vector<int32_t>& ids, int threads = 2,
-                                     const std::string& kind = test_backend_kind()) {
+                                     const std::string& kind = test_backend_kind(), int step_tokens = 16) {
   StepLimits o;
   o.max_context = int(ids.size()) + 16;
-  o.max_tokens = 16;  // several chunks: exercises prefill across steps
+  o.max_tokens = step_tokens;  // several chunks by default: exercises prefill across steps
   o.max_logit_rows = 16;
   auto backend = make_backend(m, kind, o, f32_kv(o.max_context), threads);
   BlockAllocator blocks(backend->kv_config().n_blocks);
@@ -76,6 +77,23 @@ inline double max_rel_error(const std::vector<float>& a, const std::vector<float
     den = std::max(den, double(std::fabs(ref[i])));
   }
   return num / den;
+}
+
+// Per position: max |a - ref| over its row / max |ref| over all rows; the median
+// of those. Unlike the maximum it is not set by the one position where the
+// rounding of 8-bit activations happened to go the other way.
+inline double median_rel_error(const std::vector<float>& a, const std::vector<float>& ref, int64_t vocab) {
+  double den = 0;
+  for (float v : ref) den = std::max(den, double(std::fabs(v)));
+  std::vector<double> rows(ref.size() / size_t(vocab));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double num = 0;
+    for (size_t i = r * size_t(vocab); i < (r + 1) * size_t(vocab); ++i)
+      num = std::isnan(a[i]) ? INFINITY : std::max(num, double(std::fabs(a[i] - ref[i])));
+    rows[r] = num / den;
+  }
+  std::nth_element(rows.begin(), rows.begin() + ptrdiff_t(rows.size() / 2), rows.end());
+  return rows.empty() ? 0.0 : rows[rows.size() / 2];
 }
 
 // Fraction of rows whose argmax agrees.

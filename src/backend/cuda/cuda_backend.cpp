@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "backend/cuda/attention.h"
@@ -19,6 +20,7 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_weights.h"
 #include "backend/cuda/elementwise.h"
+#include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/step_profile.h"
@@ -38,6 +40,11 @@ int attention_split(int max_context) {
   const int s = std::max(32, (max_context + 255) / 256);
   return (s + 7) / 8 * 8;
 }
+
+// Steps of more tokens than a captured graph holds (prefill chunks) multiply
+// the dense matrices on the tensor cores; EMBER_CUDA_GEMM_MIN_TOKENS moves the
+// threshold (to measure both paths at one size).
+constexpr int64_t kGemmMinTokens = 65;
 
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
@@ -104,7 +111,15 @@ class CudaBackend final : public Backend {
   // read an input has an integer product, once per input, fused with the
   // kernel that makes the input where there is one; else these return nullptr
   // and the products read floats.
-  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers) const;
+  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const;
+  // Steps of at least gemm_min_tokens_ tokens multiply the dense matrices on the
+  // tensor cores (gemm.h); smaller ones, and the experts, take the decode products.
+  bool on_tensor_cores(const DeviceMatrix& W, int64_t n) const {
+    return gemm_ && n >= gemm_min_tokens_ && W.expert_stride == 0 && gemm_->fits(W, n);
+  }
+  // Y = W X (or Y += W X): the tensor cores or the decode products, by shape.
+  void product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
+               const Int8Acts* acts, bool add = false);
   // xn_ = rmsnorm(x_ rows (rows ? rows[i] : i)) * w.
   const Int8Acts* norm(const int32_t* rows, int64_t n, const float* w, std::initializer_list<const DeviceMatrix*> readers);
   // g = act(g) * u, n rows of k.
@@ -122,6 +137,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer scratch_, ints_, int8_scratch_;
   Int8Acts acts_;
   bool int8_products_ = true;  // EMBER_CUDA_FLOAT_PRODUCTS=1 turns them off (to measure what they gain)
+  std::unique_ptr<TensorCoreGemm> gemm_;
+  int64_t gemm_min_tokens_ = 0;
   PinnedBuffer host_ints_, host_logits_;
   int split_;
   StepProfile prof_;
@@ -173,6 +190,18 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   const int64_t widest = std::max({d.hidden, d.q_dim(), d.ffn});
   int8_scratch_ = DeviceBuffer(std::max(int8_acts_bytes(int64_t(T), widest),
                                         int8_acts_bytes(int64_t(sz_.moe_items), int64_t(std::max(d.expert_ffn, 1)))));
+  // The tensor-core path, where steps can be long enough to take it: sized for
+  // the largest dense matrix of a layer (the output head keeps the decode
+  // products: few logit rows per step).
+  const char* gm = std::getenv("EMBER_CUDA_GEMM_MIN_TOKENS");
+  gemm_min_tokens_ = gm && *gm ? std::max<int64_t>(1, std::atoll(gm)) : kGemmMinTokens;
+  if (lim_.max_tokens >= gemm_min_tokens_) {
+    int64_t largest = 0;
+    for (const DeviceLayer& L : w_.layers)
+      for (const DeviceMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+        if (m->present()) largest = std::max(largest, m->rows * m->k);
+    if (largest > 0) gemm_ = std::make_unique<TensorCoreGemm>(largest, int64_t(T), widest, stream_);
+  }
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -283,22 +312,28 @@ void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(rows_, n_rows, w_.output_norm, {&w_.output});
   prof_.mark("output head", stream_);
-  gemv(w_.output, w_.iq, xn_, d.hidden, n_rows, logits_, d.vocab, stream_, xq);
+  product(w_.output, xn_, d.hidden, n_rows, logits_, d.vocab, xq);
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
   prof_.mark("logits to host", stream_);
 }
 
-bool CudaBackend::wants_int8(std::initializer_list<const DeviceMatrix*> readers) const {
+bool CudaBackend::wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
   if (!int8_products_) return false;
   for (const DeviceMatrix* m : readers)
-    if (m->present() && has_int8_product(m->type)) return true;
+    if (m->present() && has_int8_product(m->type) && !on_tensor_cores(*m, n)) return true;
   return false;
+}
+
+void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
+                          const Int8Acts* acts, bool add) {
+  if (on_tensor_cores(W, n)) gemm_->run(W, w_.iq, X, ldx, n, Y, ldy, add);
+  else gemv(W, w_.iq, X, ldx, n, Y, ldy, stream_, acts, add);
 }
 
 const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w,
                                   std::initializer_list<const DeviceMatrix*> readers) {
   const ModelDesc& d = model_.desc();
-  if (!wants_int8(readers)) {
+  if (!wants_int8(readers, n)) {
     rmsnorm_rows(x_, rows, n, w, d.norm_eps, d.hidden, xn_, stream_);
     return nullptr;
   }
@@ -308,7 +343,7 @@ const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w
 
 const Int8Acts* CudaBackend::gate(float* g, const float* u, int64_t n, int64_t k, const DeviceMatrix& reader) {
   const Activation a = model_.desc().activation;
-  if (!wants_int8({&reader})) {
+  if (!wants_int8({&reader}, n)) {
     gated_activation(a, g, u, g, n * k, stream_);
     return nullptr;
   }
@@ -317,7 +352,7 @@ const Int8Acts* CudaBackend::gate(float* g, const float* u, int64_t n, int64_t k
 }
 
 const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k, const DeviceMatrix& reader) {
-  if (!wants_int8({&reader})) return nullptr;
+  if (!wants_int8({&reader}, n)) return nullptr;
   acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_);
   return &acts_;
 }
@@ -329,9 +364,9 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(nullptr, n_tok, L.attn_norm, {&L.wq, &L.wk, &L.wv});
   prof_.mark("qkv", stream_);
-  gemv(L.wq, w_.iq, xn_, H, n_tok, q_, QD, stream_, xq);
-  gemv(L.wk, w_.iq, xn_, H, n_tok, k_, KVD, stream_, xq);
-  gemv(L.wv, w_.iq, xn_, H, n_tok, v_, KVD, stream_, xq);
+  product(L.wq, xn_, H, n_tok, q_, QD, xq);
+  product(L.wk, xn_, H, n_tok, k_, KVD, xq);
+  product(L.wv, xn_, H, n_tok, v_, KVD, xq);
 
   const KvLayer kv = kv_layer(l);
   QkvArgs qa;
@@ -358,7 +393,7 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   prof_.mark("wo", stream_);
   // Without a post-norm the product adds itself onto the residual stream.
   const bool into_x = L.post_attn_norm == nullptr;
-  gemv(L.wo, w_.iq, attn_, QD, n_tok, into_x ? x_ : proj_, H, stream_, int8_acts(attn_, n_tok, QD, L.wo), into_x);
+  product(L.wo, attn_, QD, n_tok, into_x ? x_ : proj_, H, int8_acts(attn_, n_tok, QD, L.wo), into_x);
   prof_.mark("residual", stream_);
   if (!into_x) add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
 }
@@ -370,13 +405,13 @@ void CudaBackend::dense_ffn(int l, int64_t n_tok) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.ffn_gate, &L.ffn_up});
   prof_.mark("gate + up", stream_);
-  gemv(L.ffn_gate, w_.iq, xn_, H, n_tok, gate_, F, stream_, xq);
-  gemv(L.ffn_up, w_.iq, xn_, H, n_tok, up_, F, stream_, xq);
+  product(L.ffn_gate, xn_, H, n_tok, gate_, F, xq);
+  product(L.ffn_up, xn_, H, n_tok, up_, F, xq);
   prof_.mark("activation", stream_);
   const Int8Acts* hq = gate(gate_, up_, n_tok, F, L.ffn_down);
   prof_.mark("down", stream_);
   const bool into_x = L.post_ffn_norm == nullptr;
-  gemv(L.ffn_down, w_.iq, gate_, F, n_tok, into_x ? x_ : proj_, H, stream_, hq, into_x);
+  product(L.ffn_down, gate_, F, n_tok, into_x ? x_ : proj_, H, hq, into_x);
   prof_.mark("residual", stream_);
   if (!into_x) add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }
