@@ -32,9 +32,9 @@ mkdir -p "$work"
 bin=${EMBER_CUDA_BIN:-}
 tokdir=$(mktemp -d)
 if [ -n "$bin" ]; then
-  [ -f "$bin/cuda-bin.tar.xz" ] && tar -C "$bin" -xJf "$bin/cuda-bin.tar.xz"
+  . scripts/use-cuda-bin.sh
+  use_cuda_bin "$bin"
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
-  export LD_LIBRARY_PATH="$(cd "$bin" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   ember=$(cd "$bin" && pwd)/ember
 else
   cuda=$([ "$backend" = cuda ] && echo ON || echo OFF)

@@ -5,8 +5,8 @@
 // - GPU: a large device-to-device copy timed with events (read + written), as
 //   bench/cuda measures it, through the CUDA driver opened at run time
 //   (libcuda.so.1), so any build measures it where a driver is installed.
-//   The bf16 matrix rate is not measured yet: ember has no GEMM of its own to
-//   time, and the bench links no cuBLAS (the hook is gpu_bf16_tflops).
+// - GPU bf16 matrix rate (the prefill roofline): an n x n x n bfloat16 product
+//   with float32 sums through the machine's cuBLAS, also opened at run time.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -24,8 +24,9 @@ struct Bandwidth {
 Bandwidth cpu_copy_bandwidth(size_t bytes = size_t(1) << 30, int reps = 7);
 // Device 0; nullopt (with the reason in `why`) when no CUDA driver or device is found.
 std::optional<Bandwidth> gpu_copy_bandwidth(std::string& why, size_t bytes = size_t(1) << 30, int reps = 20);
-// Not measured (see above): always nullopt for now, with the reason.
-std::optional<double> gpu_bf16_tflops(std::string& why);
+// TFLOP/s on device 0; `why` gets how it was measured, or why it was not
+// (nullopt: no driver, device or cuBLAS).
+std::optional<double> gpu_bf16_tflops(std::string& why, int n = 8192, int reps = 10);
 
 // tok/s ceiling for a decode step that reads `bytes_per_token`.
 inline double roofline_tps(double gbs, double bytes_per_token) {
