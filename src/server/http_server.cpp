@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -93,6 +94,15 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx), http_(std::make_unique<h
   http.set_read_timeout(30);
   // A client that stops reading for this long is dropped, freeing its thread; its generation is cancelled.
   http.set_write_timeout(10);
+  // The listening socket's options: SO_REUSEADDR (a restart binds while old
+  // connections linger) but not the library's default SO_REUSEPORT, with which a
+  // second server binds a port already in use without an error. The descriptor
+  // is kept for bind().
+  http.set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd_ = int(sock);
+  });
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
@@ -148,6 +158,10 @@ void HttpServer::bind() {
   const bool ok = port_ == 0 ? (port_ = http_->bind_to_any_port(ctx_.opt.host)) > 0
                              : http_->bind_to_port(ctx_.opt.host, port_);
   if (!ok) throw Error("cannot listen on " + ctx_.opt.host + ":" + std::to_string(ctx_.opt.port) + " (address in use or invalid)");
+  // The library listens with a queue of 5 connections not yet accepted: a burst
+  // of clients connecting at once (a benchmark, an agent's parallel calls)
+  // overflows it. listen() on a listening socket only resizes that queue.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }

@@ -77,6 +77,11 @@ echo '{"bos_token_id": 1, "do_sample": true, "temperature": 0.9}' >"$work/tokeni
 start_server "$work/defaults/tiny.gguf" "$work/defaults.log" --parallel 2
 grep -q 'default sampling: temperature 0.9 (from general.sampling.\*)' "$work/defaults.log" ||
   { echo "FAIL: the startup line does not show the model's default sampling"; cat "$work/defaults.log"; exit 1; }
+# A second server on the port in use is refused with a clear error, not bound beside the first.
+if timeout 30 "$ember" serve --model "$work/defaults/tiny.gguf" --port "${url##*:}" --threads 2 --ctx 512 >"$work/second.log" 2>&1 ||
+  ! grep -q "address in use" "$work/second.log"; then
+  echo "FAIL: a second server on port ${url##*:} was not refused"; cat "$work/second.log"; exit 1
+fi
 status=0
 node "$here/sdk/defaults_test.mjs" "$url" "$key" || status=$?
 [ $status -eq 0 ] && { node "$here/sdk/structured_test.mjs" "$url" "$key" || status=$?; }
