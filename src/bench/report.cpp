@@ -105,7 +105,7 @@ json to_json(const Suite& suite, const RunInfo& info) {
   j["roofline"] = {{"device", bw ? json(bw->device) : json(nullptr)},
                    {"bandwidth_gbs", bw && bw->gbs > 0 ? json(bw->gbs) : json(nullptr)},
                    {"note", bw ? bw->note : std::string("not measured")},
-                   {"bf16_tflops", nullptr},
+                   {"bf16_tflops", info.bf16_tflops ? json(*info.bf16_tflops) : json(nullptr)},
                    {"bf16_note", info.bf16_note}};
   j["plan"] = {{"scenarios", p.scenarios}, {"rounds", p.rounds},           {"context", p.context},
                {"short_prompt", p.short_prompt}, {"decode_tokens", p.decode_tokens}, {"clients", p.clients},
@@ -159,6 +159,7 @@ std::string to_markdown(const Suite& suite, const RunInfo& info) {
     md += "- roofline: " + fixed(bw->gbs, 1) + " GB/s on " + bw->device + " (" + bw->note + ")\n";
   else
     md += "- roofline: not measured\n";
+  if (info.bf16_tflops) md += "- bf16 matrix rate (the prefill roofline): " + info.bf16_note + "\n";
   for (const TargetResult& tr : results)
     md += "- server: " + tr.target.name + " at " + tr.target.ep.url + (tr.target.started ? ", started by the bench" : "") +
           (tr.target.backend.empty() ? "" : ", backend " + tr.target.backend) + ", context " +

@@ -3,6 +3,7 @@
 // every raw sample (--json FILE; the fields are listed in docs/bench.md).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct RunInfo {
   double memory_gb = 0;
   std::vector<std::string> gpus;
   std::string prompts;  // how prompts were made (tokenizer or plain ids)
+  std::optional<double> bf16_tflops;  // the GPU's bf16 matrix rate, where measured
   std::string bf16_note;
   std::vector<std::string> command;  // the command line
 };

@@ -264,7 +264,7 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
                                  : "token ids drawn from 1000..29999 (no tokenizer given)") +
                  ", seed " + std::to_string(seed);
   std::string why;
-  gpu_bf16_tflops(why);
+  info.bf16_tflops = gpu_bf16_tflops(why);
   info.bf16_note = why;
   info.command = argv;
 
