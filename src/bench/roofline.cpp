@@ -108,6 +108,26 @@ Driver* open_device(std::string& why, int& dev) {
   return &d;
 }
 
+// Milliseconds of each of `reps` runs of op() (true when it queued its work)
+// on the default stream, timed with events after three warm-up runs; empty
+// when any call failed.
+template <class Op>
+std::vector<double> time_with_events(Driver& d, int reps, Op op) {
+  void *ev0 = nullptr, *ev1 = nullptr;
+  std::vector<double> times;
+  bool ok = d.event_create(&ev0, 0) == 0 && d.event_create(&ev1, 0) == 0;
+  for (int r = -3; ok && r < reps; ++r) {
+    float ms = 0;
+    ok = d.event_record(ev0, nullptr) == 0 && op() && d.event_record(ev1, nullptr) == 0 && d.event_sync(ev1) == 0 &&
+         d.event_elapsed(&ms, ev0, ev1) == 0;
+    if (ok && r >= 0 && ms > 0) times.push_back(ms);
+  }
+  if (ev0) d.event_destroy(ev0);
+  if (ev1) d.event_destroy(ev1);
+  if (!ok) times.clear();
+  return times;
+}
+
 }  // namespace
 
 std::optional<Bandwidth> gpu_copy_bandwidth(std::string& why, size_t bytes, int reps) {
@@ -118,23 +138,15 @@ std::optional<Bandwidth> gpu_copy_bandwidth(std::string& why, size_t bytes, int 
   char name[128] = {};
   d.device_name(name, sizeof(name), dev);
   unsigned long long src = 0, dst = 0;
-  void *ev0 = nullptr, *ev1 = nullptr;
   std::vector<double> gbs;
-  bool ok = d.mem_alloc(&src, bytes) == 0 && d.mem_alloc(&dst, bytes) == 0 && d.memset_d8(src, 1, bytes) == 0 &&
-            d.event_create(&ev0, 0) == 0 && d.event_create(&ev1, 0) == 0;
-  for (int r = -3; ok && r < reps; ++r) {  // three warm-up copies
-    float ms = 0;
-    ok = d.event_record(ev0, nullptr) == 0 && d.copy_async(dst, src, bytes, nullptr) == 0 &&
-         d.event_record(ev1, nullptr) == 0 && d.event_sync(ev1) == 0 && d.event_elapsed(&ms, ev0, ev1) == 0;
-    if (ok && r >= 0 && ms > 0) gbs.push_back(2.0 * double(bytes) / (ms * 1e-3) / 1e9);
-  }
-  if (ev0) d.event_destroy(ev0);
-  if (ev1) d.event_destroy(ev1);
+  if (d.mem_alloc(&src, bytes) == 0 && d.mem_alloc(&dst, bytes) == 0 && d.memset_d8(src, 1, bytes) == 0)
+    for (double ms : time_with_events(d, reps, [&] { return d.copy_async(dst, src, bytes, nullptr) == 0; }))
+      gbs.push_back(2.0 * double(bytes) / (ms * 1e-3) / 1e9);
   if (src) d.mem_free(src);
   if (dst) d.mem_free(dst);
   d.ctx_sync();
   d.ctx_release(dev);
-  if (!ok || gbs.empty()) {
+  if (gbs.empty()) {
     why = "the device-to-device copy failed (out of GPU memory?)";
     return std::nullopt;
   }
@@ -181,28 +193,23 @@ std::optional<double> gpu_bf16_tflops(std::string& why, int n, int reps) {
     h = uint16_t(bits >> 16);
   }
   unsigned long long a = 0, b = 0, c = 0;
-  void *handle = nullptr, *ev0 = nullptr, *ev1 = nullptr;
+  void* handle = nullptr;
   const float alpha = 1.f, beta = 0.f;
+  auto product = [&] {
+    return gemm(handle, kOpN, kOpN, n, n, n, &alpha, reinterpret_cast<void*>(a), kBf16, n, reinterpret_cast<void*>(b),
+                kBf16, n, &beta, reinterpret_cast<void*>(c), kF32, n, kComputeF32, kAlgoDefault) == 0;
+  };
   std::vector<double> tflops;
-  bool ok = d.mem_alloc(&a, in_bytes) == 0 && d.mem_alloc(&b, in_bytes) == 0 && d.mem_alloc(&c, out_bytes) == 0 &&
-            d.copy_htod(a, host.data(), in_bytes) == 0 && d.copy_htod(b, host.data(), in_bytes) == 0 &&
-            d.event_create(&ev0, 0) == 0 && d.event_create(&ev1, 0) == 0 && create(&handle) == 0;
-  for (int r = -3; ok && r < reps; ++r) {  // three warm-up products
-    float ms = 0;
-    ok = d.event_record(ev0, nullptr) == 0 &&
-         gemm(handle, kOpN, kOpN, n, n, n, &alpha, reinterpret_cast<void*>(a), kBf16, n, reinterpret_cast<void*>(b),
-              kBf16, n, &beta, reinterpret_cast<void*>(c), kF32, n, kComputeF32, kAlgoDefault) == 0 &&
-         d.event_record(ev1, nullptr) == 0 && d.event_sync(ev1) == 0 && d.event_elapsed(&ms, ev0, ev1) == 0;
-    if (ok && r >= 0 && ms > 0) tflops.push_back(2.0 * double(n) * double(n) * double(n) / (ms * 1e-3) / 1e12);
-  }
+  if (d.mem_alloc(&a, in_bytes) == 0 && d.mem_alloc(&b, in_bytes) == 0 && d.mem_alloc(&c, out_bytes) == 0 &&
+      d.copy_htod(a, host.data(), in_bytes) == 0 && d.copy_htod(b, host.data(), in_bytes) == 0 && create(&handle) == 0)
+    for (double ms : time_with_events(d, reps, product))
+      tflops.push_back(2.0 * double(n) * double(n) * double(n) / (ms * 1e-3) / 1e12);
   if (handle) destroy(handle);
-  if (ev0) d.event_destroy(ev0);
-  if (ev1) d.event_destroy(ev1);
   for (unsigned long long p : {a, b, c})
     if (p) d.mem_free(p);
   d.ctx_sync();
   d.ctx_release(dev);
-  if (!ok || tflops.empty()) {
+  if (tflops.empty()) {
     why = "not measured: the bf16 product failed (out of GPU memory?)";
     return std::nullopt;
   }

@@ -65,6 +65,17 @@ struct LocalModel {
   int64_t max_context = 0;
 };
 
+// The values a flag is given in --serve-args, as "--flag VALUE" or
+// "--flag=VALUE", in order ("" for a flag last with no value).
+std::vector<std::string> serve_arg_values(const std::vector<std::string>& serve_args, const std::string& flag) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < serve_args.size(); ++i) {
+    if (serve_args[i] == flag) v.push_back(i + 1 < serve_args.size() ? serve_args[i + 1] : "");
+    else if (serve_args[i].rfind(flag + "=", 0) == 0) v.push_back(serve_args[i].substr(flag.size() + 1));
+  }
+  return v;
+}
+
 std::string kv_type_of(const std::vector<std::string>& serve_args) {
   for (size_t i = 0; i + 1 < serve_args.size(); ++i)
     if (serve_args[i] == "--kv-type") return serve_args[i + 1];
@@ -202,27 +213,18 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   std::unique_ptr<ServerChild> child;
   std::vector<Target> targets;
   if (f.url.empty()) {
-    // A flag given in --serve-args, as "--flag VALUE" or "--flag=VALUE".
-    auto has = [&](const std::string& flag) {
-      return std::any_of(serve_args.begin(), serve_args.end(),
-                         [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
-    };
     std::vector<std::string> args = {"--model", f.model, "--backend", f.backend};
     int64_t ctx = std::min<int64_t>(local.max_context, std::max<int64_t>(context_needed(req), 512));
     if (f.ctx > 0) ctx = f.ctx;
-    if (!has("--ctx")) args.insert(args.end(), {"--ctx", std::to_string(ctx)});
-    else
-      for (size_t i = 0; i < serve_args.size(); ++i) {
-        std::string v;
-        if (serve_args[i] == "--ctx" && i + 1 < serve_args.size()) v = serve_args[i + 1];
-        else if (serve_args[i].rfind("--ctx=", 0) == 0) v = serve_args[i].substr(6);
-        else continue;
-        // The flag checks every ember command uses, so the message reads the same.
-        if (const std::string bad = integer_in("ctx", 1, INT32_MAX)(v); !bad.empty()) throw Error("bench: --serve-args: " + bad);
-        ctx = std::stoll(v);
-      }
+    const std::vector<std::string> ctx_given = serve_arg_values(serve_args, "--ctx");
+    if (ctx_given.empty()) args.insert(args.end(), {"--ctx", std::to_string(ctx)});
+    for (const std::string& v : ctx_given) {
+      // The flag checks every ember command uses, so the message reads the same.
+      if (const std::string bad = integer_in("ctx", 1, INT32_MAX)(v); !bad.empty()) throw Error("bench: --serve-args: " + bad);
+      ctx = std::stoll(v);
+    }
     const int max_clients = req.clients.empty() ? (f.quick ? 4 : 64) : *std::max_element(req.clients.begin(), req.clients.end());
-    if (!has("--parallel")) args.insert(args.end(), {"--parallel", std::to_string(std::max(8, max_clients))});
+    if (serve_arg_values(serve_args, "--parallel").empty()) args.insert(args.end(), {"--parallel", std::to_string(std::max(8, max_clients))});
     args.insert(args.end(), serve_args.begin(), serve_args.end());
     const std::string log = !f.server_log.empty() ? f.server_log
         : (std::filesystem::temp_directory_path() / ("ember-bench-server-" + std::to_string(getpid()) + ".log")).string();

@@ -67,6 +67,10 @@ if [ -f "$qwen3/tokenizer.json" ]; then
   fi
 fi
 
+# ember bench checks the --ctx it finds in --serve-args, in either form, before starting a server.
+expect_error bench-serve-ctx    "ctx: 'abc' is not an integer"  -- "$ember" bench --model "$peer" --bandwidth 10 --no-progress --serve-args "--ctx abc"
+expect_error bench-serve-ctx-eq "ctx = 0 is not allowed"        -- "$ember" bench --model "$peer" --bandwidth 10 --no-progress --serve-args "--ctx=0"
+
 if [ $failures -ne 0 ]; then
   echo "$failures bad-input case(s) failed"
   exit 1
