@@ -77,9 +77,8 @@ std::vector<std::string> serve_arg_values(const std::vector<std::string>& serve_
 }
 
 std::string kv_type_of(const std::vector<std::string>& serve_args) {
-  for (size_t i = 0; i + 1 < serve_args.size(); ++i)
-    if (serve_args[i] == "--kv-type") return serve_args[i + 1];
-  return "f16";
+  const std::vector<std::string> v = serve_arg_values(serve_args, "--kv-type");
+  return v.empty() ? "f16" : v.back();  // ember serve refuses it given twice
 }
 
 LocalModel load_local(const std::string& path, const std::string& kv_type) {
