@@ -30,7 +30,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels; do
+  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
 fi
@@ -48,6 +48,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, records pass/fail
 if [[ $skip != *" tests "* ]]; then
   echo "== GPU tests"
   step kernels "$bin/cuda_kernels_test"
+  step attention "$bin/cuda_attention_test"
   step models "$bin/cuda_model_test"
   step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
   step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
@@ -58,6 +59,8 @@ if [[ $skip != *" sanitizer "* ]]; then
   echo "== compute-sanitizer"
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_kernels_test"
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*'
+  step memcheck_attention compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_attention_test"
+  step racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_attention_test" --gtest_filter='*Flash*'
   step memcheck_model compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_model_test" --gtest_filter='*Tiny*'
 fi
 
@@ -102,6 +105,10 @@ PY
     [ -n "${EMBER_CUDA_AB:-}" ] && step "bench-$preset-$quant-float" env EMBER_CUDA_FLOAT_PRODUCTS=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1,16 --prompt 128 --decode 64 --rounds 2
     # Prefill: one cold document in steps of 2,048 tokens (dense matrices on the tensor cores).
     step "prefill-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 16 --decode 8 --rounds 1 --doc "${EMBER_CUDA_DOC:-8192}" --step 2048
+    # The same prefill with the split attention kernel instead of flash attention.
+    [ -n "${EMBER_CUDA_AB:-}" ] && step "prefill-$preset-$quant-split" env EMBER_CUDA_FLASH=0 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 16 --decode 8 --rounds 1 --doc "${EMBER_CUDA_DOC:-8192}" --step 2048
+    # Decode at a long context: attention over 8,192 cached positions per token.
+    step "decode-8k-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 8192 --decode 64 --rounds 1 --step 2048
     # Where one step's time goes, operation by operation (no graphs in this mode).
     step "profile-$preset-$quant" env EMBER_CUDA_PROFILE=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 128 --decode 32 --rounds 1
     rm -f "$model"

@@ -10,28 +10,13 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kv_access.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
 
 namespace {
-
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class E> __device__ __forceinline__ E from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-// Element 0 of position p's keys (kvsel = 0) or values (kvsel = 1) in this
-// sequence's blocks; the table lookup in 32-bit arithmetic.
-template <class E>
-__device__ __forceinline__ E* kv_at(const KvLayer& kv, const int32_t* table, int p, int kvsel) {
-  const int block = table[p / kv.block_size];
-  return static_cast<E*>(kv.base) + (int64_t(block) * 2 + kvsel) * kv.half_elems + int64_t(p % kv.block_size) * kv.kv_dim;
-}
 
 constexpr int kPostWarps = 4;
 constexpr int kMaxHeadDim = 256;
@@ -93,7 +78,7 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
 template <class E, int NE>
 __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
   constexpr int G = NE <= 4 ? 8 : 4;  // positions whose keys and values are loaded together
-  const int64_t t = t0 + blockIdx.x;
+  const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   const int g = blockIdx.y, z = blockIdx.z;
   const int group = a.n_heads / a.n_kv_heads;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -101,7 +86,8 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
   const int hd = a.head_dim;
   const int last = ix.pos[t];
   const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
-  const int lo = max(first, z * a.split), hi = min(last, (z + 1) * a.split - 1);
+  const int split = attention_split(last + 1);
+  const int lo = max(first, z * split), hi = min(last, (z + 1) * split - 1);
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
 
   float q[NE], acc[NE];
@@ -161,25 +147,38 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
   }
 }
 
-// One warp per (token, head): the splits' partial softmaxes combined in split order.
-__global__ void merge_kernel(AttnArgs a, int64_t t0) {
-  const int64_t t = t0 + blockIdx.x;
-  const int h = blockIdx.y, hd = a.head_dim;
-  const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) * (hd + 2);
-  float mx = -INFINITY;
-  for (int z = 0; z < a.n_splits; ++z) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
-  float den = 0.f;
-  for (int z = 0; z < a.n_splits; ++z) {
-    const float* pz = part + z * (hd + 2);
-    if (pz[hd + 1] > 0.f) den += pz[hd + 1] * expf(pz[hd] - mx);
-  }
-  float* o = a.out + (t * a.n_heads + h) * hd;
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float num = 0.f;
-    for (int z = 0; z < a.n_splits; ++z) {
-      const float* pz = part + z * (hd + 2);
-      if (pz[hd + 1] > 0.f) num += pz[d] * expf(pz[hd] - mx);
+// One block per (token, head): warp 0 finds the splits' common maximum and
+// each split's weight, then every thread combines its dims over the splits in
+// split order (loads across threads are consecutive). Splits a token does not
+// reach hold l = 0 and zeros, and add exact zeros: the result is the same bits
+// whatever n_splits the batch needs.
+constexpr int kMergeThreads = 128;
+
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_t t0) {
+  __shared__ float weight[kAttentionMaxSplits];
+  __shared__ float den;
+  const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
+  const int h = blockIdx.y, hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
+  const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(n) * (hd + 2);
+  if (threadIdx.x < 32) {
+    float mx = -INFINITY;
+    for (int z = lane; z < n; z += 32) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
+    mx = warp_max(mx);
+    float sum = 0.f;
+    for (int z = lane; z < n; z += 32) {
+      const float l = part[z * (hd + 2) + hd + 1];
+      const float wz = l > 0.f ? expf(part[z * (hd + 2) + hd] - mx) : 0.f;
+      weight[z] = wz;
+      sum += l * wz;
     }
+    sum = warp_sum(sum);
+    if (lane == 0) den = sum;
+  }
+  __syncthreads();
+  float* o = a.out + (t * a.n_heads + h) * hd;
+  for (int d = threadIdx.x; d < hd; d += kMergeThreads) {
+    float num = 0.f;
+    for (int z = 0; z < n; ++z) num += part[z * (hd + 2) + d] * weight[z];
     o[d] = num / den;
   }
 }
@@ -205,6 +204,7 @@ void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t 
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   const int group = a.n_heads / a.n_kv_heads;
   if (group * 32 > 1024) throw Error("CUDA backend: more than 32 query heads share one key/value head");
+  if (a.n_splits < 1 || a.n_splits > kAttentionMaxSplits) throw Error("CUDA backend: attention splits out of range");
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
@@ -216,7 +216,7 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
       else attention_kernel<E, 8><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
     });
     EMBER_CUDA_LAUNCHED("attention");
-    merge_kernel<<<dim3(nt, unsigned(a.n_heads)), 32, 0, s>>>(a, t0);
+    merge_kernel<<<dim3(nt, unsigned(a.n_heads)), kMergeThreads, 0, s>>>(a, t0);
     EMBER_CUDA_LAUNCHED("attention merge");
   }
 }

@@ -47,17 +47,49 @@ void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t 
 // Tokens one attention launch covers: the partial scratch holds this many tokens' splits.
 constexpr int64_t kAttentionTokens = 64;
 
+// Splits of a token's context: sized from that token's own context (so its
+// result never depends on the rest of the batch), at least 32 positions each so
+// a single decoding sequence still spreads over many blocks of threads, and at
+// most kAttentionMaxSplits of them.
+constexpr int kAttentionMaxSplits = 64;
+constexpr int attention_split(int n_positions) {
+  const int s = (n_positions + kAttentionMaxSplits - 1) / kAttentionMaxSplits;
+  return (s < 32 ? 32 : s + 7) / 8 * 8;
+}
+constexpr int attention_splits(int n_positions) {
+  return (n_positions + attention_split(n_positions) - 1) / attention_split(n_positions);
+}
+
 struct AttnArgs {
+  const int32_t* tokens = nullptr;  // attention(): the step's tokens it covers (n_tok of them), or null for 0..n_tok-1
   const float* q = nullptr;
   float* out = nullptr;        // n_tok rows of n_heads * head_dim
   float* partial = nullptr;    // scratch: kAttentionTokens * n_heads * n_splits * (head_dim + 2) floats
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 1.f, softcap = 0.f;
   int sliding_window = 0;
-  int split = 128;             // positions per split: fixed per backend, so results never depend on the batch
-  int n_splits = 1;            // splits covering the longest sequence of the step
+  int n_splits = 1;            // the most attention_splits() of any token of the step
 };
 
+// Attention for any step, split along the sequence: the decode path.
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s);
+
+// Query tiles of a prefill step: up to kFlashRows consecutive tokens of one
+// sequence each, as pairs (first token of the step, number of tokens). A
+// sequence takes flash_attention when a step holds more than kFlashRows of its
+// tokens, so whether it does never depends on the rest of the batch, and steps
+// a graph holds (at most 64 tokens) never do.
+constexpr int kFlashRows = 64;
+
+// Whether flash_attention runs this model and KV type: 16-bit keys and values
+// (the tensor cores read them as they are stored), head_dim a multiple of 8, at most 256.
+bool flash_attention_fits(KvType type, int head_dim);
+
+// FlashAttention-style attention of whole query tiles on the tensor cores: keys
+// and values of each tile of positions read once per tile of queries, an
+// online softmax in registers. Queries and probabilities are rounded to the KV
+// element type. `partial` and `n_splits` of `a` are not used.
+void flash_attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, const int32_t* tiles, int n_tiles,
+                     cudaStream_t s);
 
 }  // namespace ember::cuda

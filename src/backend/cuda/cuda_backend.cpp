@@ -33,14 +33,6 @@ namespace {
 
 using namespace cuda;
 
-// Positions one attention split covers: fixed for a backend (results never
-// depend on the batch), small so a single decoding sequence still spreads
-// over many blocks of threads, and at most 256 splits for a full context.
-int attention_split(int max_context) {
-  const int s = std::max(32, (max_context + 255) / 256);
-  return (s + 7) / 8 * 8;
-}
-
 // Steps of more tokens than a captured graph holds (prefill chunks) multiply
 // the dense matrices on the tensor cores; EMBER_CUDA_GEMM_MIN_TOKENS moves the
 // threshold (to measure both paths at one size).
@@ -49,7 +41,8 @@ constexpr int64_t kGemmMinTokens = 65;
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out;
-  size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets (T each), then tables
+  size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
+                     // tokens (T each), flash tiles (2T), then tables
   int max_splits, max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
   size_t ints() const { return meta_ints + moe_items; }  // the metadata, then the chosen experts
@@ -63,12 +56,12 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
   s.kv = T * size_t(d.kv_dim());
   s.ffn = T * size_t(std::max(d.ffn, 1));
   s.logits = size_t(lim.max_logit_rows) * size_t(d.vocab);
-  s.max_splits = (lim.max_context + attention_split(lim.max_context) - 1) / attention_split(lim.max_context);
+  s.max_splits = kAttentionMaxSplits;
   s.partial = size_t(std::min<int64_t>(lim.max_tokens, kAttentionTokens)) * size_t(d.n_heads) * size_t(s.max_splits) *
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
-  s.meta_ints = 5 * T + size_t(s.max_table);
+  s.meta_ints = 8 * T + size_t(s.max_table);
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -140,19 +133,24 @@ class CudaBackend final : public Backend {
   std::unique_ptr<TensorCoreGemm> gemm_;
   int64_t gemm_min_tokens_ = 0;
   PinnedBuffer host_ints_, host_logits_;
-  int split_;
+  // Attention of the step being run: sequences with more than kFlashRows tokens
+  // in it take flash attention (flash_tiles_ tiles), the other tokens
+  // (split_tokens_ of them, listed at split_list_) the split kernel.
+  bool flash_ = false;  // F16/BF16 KV and EMBER_CUDA_FLASH not 0
+  int flash_tiles_ = 0;
+  int64_t split_tokens_ = 0;
   StepProfile prof_;
   // Captured steps by shape (tokens, logit rows, attention splits).
   std::map<std::tuple<int64_t, int64_t, int>, cudaGraphExec_t> graphs_;
   // Views into the scratch.
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
-  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *tables_, *moe_ids_;
+  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_;
   StepIndex ix_;
 };
 
 CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvConfig& kv)
-    : model_(model), lim_(limits), kv_(kv), split_(attention_split(limits.max_context)) {
+    : model_(model), lim_(limits), kv_(kv) {
   const ModelDesc& d = model.desc();
   if (lim_.max_tokens <= 0 || lim_.max_logit_rows <= 0 || lim_.max_context <= 0)
     throw Error("CUDA backend: token, logit-row and context limits must be positive");
@@ -180,10 +178,13 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   host_ints_ = PinnedBuffer(sz_.meta_ints * sizeof(int32_t));
   ints_ = DeviceBuffer(sz_.ints() * sizeof(int32_t));
   int32_t* ip = ints_.get<int32_t>();
-  tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T; tables_ = ip + 5 * T;
+  tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
+  split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T; tables_ = ip + 8 * T;
   moe_ids_ = ip + sz_.meta_ints;
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
+  const char* fl = std::getenv("EMBER_CUDA_FLASH");
+  flash_ = flash_attention_fits(kv_.type, d.head_dim) && !(fl && std::strcmp(fl, "0") == 0);
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
   const char* fp = std::getenv("EMBER_CUDA_FLOAT_PRODUCTS");
   int8_products_ = !(fp && std::strcmp(fp, "1") == 0);
@@ -226,6 +227,7 @@ KvLayer CudaBackend::kv_layer(int l) const {
 // Steps of at most this many tokens replay graphs; longer ones (prefill) are
 // long enough that launching their kernels one by one costs little.
 constexpr int64_t kGraphMaxTokens = 64;
+static_assert(kFlashRows >= kGraphMaxTokens, "a captured step must never hold flash attention");
 constexpr size_t kMaxGraphs = 256;
 
 const float* CudaBackend::forward(const StepBatch& batch) {
@@ -245,8 +247,11 @@ const float* CudaBackend::forward(const StepBatch& batch) {
 void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n_rows, int& n_splits) {
   const size_t T = size_t(lim_.max_tokens);
   int32_t* h = host_ints_.get<int32_t>();
-  int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T, *h_tab = h + 5 * T;
-  int64_t t = 0, r = 0, tab = 0, max_end = 0;
+  int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
+  int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_tab = h + 8 * T;
+  int64_t t = 0, r = 0, tab = 0, n_split = 0;
+  int n_tiles = 0;
+  n_splits = 0;
   for (size_t si = 0; si < batch.seqs.size(); ++si) {
     const SeqStep& s = batch.seqs[si];
     const int used = int((s.pos + s.n_tokens + kv_.block_size - 1) / kv_.block_size);  // blocks the step touches
@@ -254,8 +259,16 @@ void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n
     h_off[si] = int32_t(tab);
     std::memcpy(h_tab + tab, s.blocks, size_t(used) * sizeof(int32_t));
     tab += used;
-    max_end = std::max<int64_t>(max_end, s.pos + s.n_tokens);
+    const bool flash = flash_ && s.n_tokens > kFlashRows;
+    for (int i = 0; flash && i < s.n_tokens; i += kFlashRows, ++n_tiles) {
+      h_flash[2 * n_tiles] = int32_t(t + i);
+      h_flash[2 * n_tiles + 1] = std::min(kFlashRows, s.n_tokens - i);
+    }
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
+      if (!flash) {
+        h_split[n_split++] = int32_t(t);
+        n_splits = std::max(n_splits, attention_splits(int(s.pos) + i + 1));
+      }
       h_tok[t] = s.tokens[i];
       h_pos[t] = int32_t(s.pos + i);
       h_seq[t] = int32_t(si);
@@ -263,10 +276,11 @@ void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n
     }
   }
   prof_.mark("upload", stream_);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (5 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (8 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   n_tok = t;
   n_rows = r;
-  n_splits = int((max_end + split_ - 1) / split_);
+  flash_tiles_ = n_tiles;
+  split_tokens_ = n_split;
 }
 
 void CudaBackend::run_step(int64_t n_tok, int64_t n_rows, int n_splits) {
@@ -386,9 +400,13 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   aa.n_heads = d.n_heads; aa.n_kv_heads = d.n_kv_heads; aa.head_dim = d.head_dim;
   aa.scale = d.attention_scale(); aa.softcap = d.attn_softcap;
   aa.sliding_window = d.layers[size_t(l)].sliding_window;
-  aa.split = split_; aa.n_splits = n_splits;
+  aa.n_splits = n_splits;
   prof_.mark("attention", stream_);
-  attention(aa, ix_, kv, n_tok, stream_);
+  if (flash_tiles_ > 0) {
+    flash_attention(aa, ix_, kv, flash_list_, flash_tiles_, stream_);
+    aa.tokens = split_list_;  // the tokens of the other sequences
+  }
+  if (split_tokens_ > 0) attention(aa, ix_, kv, split_tokens_, stream_);
 
   prof_.mark("wo", stream_);
   // Without a post-norm the product adds itself onto the residual stream.
