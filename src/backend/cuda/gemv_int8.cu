@@ -39,16 +39,25 @@ struct Int8Format;
 template <>
 struct Int8Format<GgmlType::Q4_K> {
   static constexpr int kPieces = 4;
+  // The bytes as loaded (12 registers), decoded only when multiplied, so
+  // that several pieces can be in flight per lane for few registers.
+  struct Raw {
+    uint4 hdr, q0, q1;
+  };
   struct Piece {
     uint32_t lo[8], hi[8];
     float d, dmin;
     int sc0, sc1, m0, m1;
   };
-  __device__ __forceinline__ static void load(const uint8_t* row, int64_t sb, int pp, Piece& w) {
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
     const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ4_K);
-    const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+    r.hdr = *reinterpret_cast<const uint4*>(blk);
     const uint4* qv = reinterpret_cast<const uint4*>(blk + 16 + 32 * pp);
-    const uint4 q0 = qv[0], q1 = qv[1];
+    r.q0 = qv[0];
+    r.q1 = qv[1];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int pp, Piece& w) {
+    const uint4 hdr = r.hdr, q0 = r.q0, q1 = r.q1;
     const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -95,12 +104,17 @@ struct Int8Format<GgmlType::Q4_K> {
 template <>
 struct Int8Format<GgmlType::Q6_K> {
   static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t A[2], B[2], H[2];  // low bits of two sub-block pairs, high bits
+    int sc[4];
+    float d;
+  };
   struct Piece {
     uint32_t c[4][2];  // codes minus 32 as signed bytes: sub-block k, two words
     int sc[4];
     float d;
   };
-  __device__ __forceinline__ static void load(const uint8_t* row, int64_t sb, int p, Piece& w) {
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int p, Raw& r) {
     // 210-byte blocks are only 2-byte aligned.
     const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ6_K);
     const int h = p / 4, l0 = 8 * (p % 4);
@@ -108,16 +122,27 @@ struct Int8Format<GgmlType::Q6_K> {
     const uint8_t* qh = blk + 128 + 32 * h + l0;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const uint32_t A = ld_u32(ql + 4 * i), B = ld_u32(ql + 32 + 4 * i), H = ld_u32(qh + 4 * i);
+      r.A[i] = ld_u32(ql + 4 * i);
+      r.B[i] = ld_u32(ql + 32 + 4 * i);
+      r.H[i] = ld_u32(qh + 4 * i);
+    }
+    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.sc[k] = scales[8 * h + 2 * k + (l0 >= 16)];
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk + 208));
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint32_t A = r.A[i], B = r.B[i], H = r.H[i];
       w.c[0][i] = __vsub4((A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u), 0x20202020u);
       w.c[1][i] = __vsub4((B & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u), 0x20202020u);
       w.c[2][i] = __vsub4(((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u), 0x20202020u);
       w.c[3][i] = __vsub4(((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u), 0x20202020u);
     }
-    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) w.sc[k] = scales[8 * h + 2 * k + (l0 >= 16)];
-    w.d = h2f(*reinterpret_cast<const uint16_t*>(blk + 208));
+    for (int k = 0; k < 4; ++k) w.sc[k] = r.sc[k];
+    w.d = r.d;
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int p) {
     const int h = p / 4, l0 = 8 * (p % 4);
@@ -150,22 +175,26 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
   const int64_t pieces = blocks * F::kPieces;
   for (int64_t p0 = lane; p0 < pieces; p0 += 32 * U) {
-    typename F::Piece w[U][R];
+    typename F::Raw raw[U][R];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t p = p0 + 32 * u;
       if (p < pieces)
 #pragma unroll
-        for (int r = 0; r < R; ++r) F::load(row[r], p / F::kPieces, int(p % F::kPieces), w[u][r]);
+        for (int r = 0; r < R; ++r) F::fetch(row[r], p / F::kPieces, int(p % F::kPieces), raw[u][r]);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t p = p0 + 32 * u;
-      if (p < pieces)
+      if (p < pieces) {
+        typename F::Piece w[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) F::decode(raw[u][r], int(p % F::kPieces), w[r]);
 #pragma unroll
         for (int t = 0; t < NT; ++t)
 #pragma unroll
-          for (int r = 0; r < R; ++r) acc[r][t] += F::dot(w[u][r], x[t], p / F::kPieces, int(p % F::kPieces));
+          for (int r = 0; r < R; ++r) acc[r][t] += F::dot(w[r], x[t], p / F::kPieces, int(p % F::kPieces));
+      }
     }
   }
 #pragma unroll
@@ -228,10 +257,13 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(const
 }
 
 // Measured on the H200 against six other shapes (2-8 warps, 1-4 rows per warp,
-// 1-4 pieces loaded ahead, register caps through minimum blocks per SM): the
-// others hold more registers for fewer resident warps, or spill, and lose at
-// every batch size but 1, where a 64-register cap gained about 2%.
+// 1-4 pieces loaded ahead, register caps through minimum blocks per SM): at
+// one token the others hold more registers for fewer resident warps, or
+// spill. From two tokens on, four rows per warp win (the activations a warp
+// loads serve twice the rows): Q4_K 1.5x at 16 tokens, dense-8b 1.27x at 16
+// sequences (2026-12-02, bench/RESULTS.md).
 using DefaultShape = Shape<4, 2, 1>;
+using BatchShape = Shape<4, 4, 1>;
 
 template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
@@ -261,15 +293,20 @@ void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, 
   if (a.n <= 0) return;
   check_acts(W, a);
   auto launch = [&]<GgmlType T>() {
-    using S = DefaultShape;
-    auto go = [&]<int NT>() {
-      gemv_int8_kernel<T, NT, S><<<dim3(S::row_blocks(W.rows), unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(
-          W.data, W.row_stride, W.rows, a, Y, ldy, add);
+    auto with_shape = [&]<class S>() {
+      auto go = [&]<int NT>() {
+        gemv_int8_kernel<T, NT, S><<<dim3(S::row_blocks(W.rows), unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(
+            W.data, W.row_stride, W.rows, a, Y, ldy, add);
+      };
+      if (a.n == 1) go.template operator()<1>();
+      else if (a.n == 2) go.template operator()<2>();
+      else if (a.n <= 4) go.template operator()<4>();
+      else go.template operator()<kMaxTile>();
     };
-    if (a.n == 1) go.template operator()<1>();
-    else if (a.n == 2) go.template operator()<2>();
-    else if (a.n <= 4) go.template operator()<4>();
-    else go.template operator()<kMaxTile>();
+    // Both shapes sum each output in the same order (one piece per lane at a time), so a token's result does not
+    // depend on which one ran.
+    if (a.n == 1) with_shape.template operator()<DefaultShape>();
+    else with_shape.template operator()<BatchShape>();
   };
   if (!dispatch_int8(W.type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
   EMBER_CUDA_LAUNCHED("gemv_int8");
