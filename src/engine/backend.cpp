@@ -1,5 +1,7 @@
 #include "engine/backend.h"
 
+#include <cmath>
+
 #include "model/model.h"
 #include "util/error.h"
 
@@ -29,8 +31,11 @@ size_t kv_block_bytes(const ModelDesc& d, int block_size, KvType type) {
 
 void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab) {
   const int64_t n_tok = batch.total_tokens();
-  const int64_t n_rows = batch.logit_rows();
+  const int64_t n_rows = batch.logit_rows() + batch.argmax_rows();
   if (n_tok <= 0) throw Error("forward step with no tokens");
+  if (batch.argmax_vocab < 0 || batch.argmax_vocab > vocab)
+    throw Error("forward step's argmax vocabulary of " + std::to_string(batch.argmax_vocab) + " ids is outside 0.." +
+                std::to_string(vocab));
   if (n_tok > lim.max_tokens)
     throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
                 std::to_string(lim.max_tokens));
@@ -53,6 +58,21 @@ void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvCon
         throw Error("token id " + std::to_string(s.tokens[i]) + " is outside the vocabulary (0.." +
                     std::to_string(vocab - 1) + ")");
   }
+}
+
+int32_t greedy_id(const float* logits, int n) {
+  float best = -INFINITY;
+  int32_t id = kArgmaxAllMasked;
+  bool bad = false;
+  for (int i = 0; i < n; ++i) {
+    const float l = logits[i];
+    bad |= std::isnan(l) || l == INFINITY;
+    if (l > best) {
+      best = l;
+      id = i;
+    }
+  }
+  return bad ? kArgmaxNonFinite : id;
 }
 
 size_t Backend::block_bytes() const { return kv_block_bytes(model().desc(), kv_config().block_size, kv_config().type); }

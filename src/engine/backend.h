@@ -41,6 +41,13 @@ struct StepLimits {
   int max_context = 4096;    // longest sequence
 };
 
+// The greedy choice of one logit row: the lowest id holding the largest logit
+// among the first n, or kArgmaxNonFinite when a logit is NaN or +inf, or
+// kArgmaxAllMasked when every logit is -inf. Backends that pick on the host use it;
+// the others must give the same answers.
+constexpr int32_t kArgmaxNonFinite = -1, kArgmaxAllMasked = -2;
+int32_t greedy_id(const float* logits, int n);
+
 // The checks that keep a malformed step from reading or writing out of bounds:
 // token, row and context limits, block tables that cover their positions and
 // name blocks of the pool, token ids inside the vocabulary. Throws ember::Error.
@@ -60,6 +67,12 @@ class Backend {
   // all of its tokens'. Valid until the next call. Reads earlier positions'
   // keys/values and writes the new ones through each sequence's block table.
   virtual const float* forward(const StepBatch& batch) = 0;
+
+  // After forward(): for each sequence that asked for LogitsWanted::LastArgmax,
+  // in batch order, the id of its last token's largest logit among the ids
+  // below batch.argmax_vocab (ties: the lowest id; see greedy_id below).
+  // Valid until the next call.
+  virtual const int32_t* argmax_ids() const = 0;
 
   // Copies the first n_positions positions of block `src` into block `dst`, in
   // every layer: copy-on-write of a partly filled block shared through the prefix cache.

@@ -135,6 +135,7 @@ bool EngineCore::step() {
   kv_.run_copies(backend_);
 
   batch_.seqs.clear();
+  batch_.argmax_vocab = sampling_vocab_;
   for (const PlannedSeq& p : plan_) {
     Sequence& s = *p.seq;
     SeqStep st;
@@ -143,15 +144,17 @@ bool EngineCore::step() {
     st.pos = s.n_computed;
     st.blocks = s.blocks.data();
     st.n_blocks = int(s.blocks.size());
-    st.logits = p.logits;
+    st.logits = p.logits == LogitsWanted::Last && picks_greedy_id(s) ? LogitsWanted::LastArgmax : p.logits;
     batch_.seqs.push_back(st);
   }
   const float* logits = backend_.forward(batch_);
+  const int32_t* greedy_ids = backend_.argmax_ids();
   ++steps_;
 
   const int64_t vocab = backend_.model().desc().vocab;
-  int64_t row = 0;
-  for (const PlannedSeq& p : plan_) {
+  int64_t row = 0, greedy = 0;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const PlannedSeq& p = plan_[i];
     Sequence& s = *p.seq;
     s.n_computed += p.n_tokens;
     if (s.state == Sequence::State::Finishing) {
@@ -162,20 +165,36 @@ bool EngineCore::step() {
       out->finish(reason);
       continue;
     }
-    if (p.logits != LogitsWanted::Last) continue;
-    deliver(s, logits + row * vocab);
-    ++row;
+    if (batch_.seqs[i].logits == LogitsWanted::LastArgmax) {
+      deliver(s, nullptr, greedy_ids[greedy++]);
+    } else if (p.logits == LogitsWanted::Last) {
+      deliver(s, logits + row * vocab, 0);
+      ++row;
+    }
   }
   return true;
 }
 
-void EngineCore::deliver(Sequence& s, const float* logits) {
+// Greedy with nothing that needs the logits on the host (penalties, a grammar,
+// logits kept for the client): the backend picks the id where the logits are.
+bool EngineCore::picks_greedy_id(const Sequence& s) const {
+  const SamplingParams& p = s.sampler.params();
+  return p.temperature <= 0.0f && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
+         p.frequency_penalty == 0.0f && !s.constraint && !s.req.keep_logits;
+}
+
+void EngineCore::deliver(Sequence& s, const float* logits, int32_t greedy_id) {
   const int64_t vocab = backend_.model().desc().vocab;
   int32_t id;
   std::string piece;
   bool stopped = false;
   try {
-    if (s.constraint) {  // sampled from a masked copy; the stream still gets the model's own logits
+    if (!logits) {  // the backend's argmax (picks_greedy_id)
+      if (greedy_id == kArgmaxNonFinite) throw BadLogits("the model produced a NaN or +inf logit: the sequence cannot continue");
+      if (greedy_id < 0) throw BadLogits("every logit is -inf: no token can be sampled");
+      if (greedy_id >= sampling_vocab_) throw Error("backend picked token " + std::to_string(greedy_id) + ", outside the vocabulary");
+      id = greedy_id;
+    } else if (s.constraint) {  // sampled from a masked copy; the stream still gets the model's own logits
       std::copy(logits, logits + vocab, s.masked_logits.begin());
       s.constraint->mask(s.masked_logits.data(), vocab);
       id = s.sampler.sample(s.masked_logits.data(), s.tokens);

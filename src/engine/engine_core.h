@@ -61,7 +61,10 @@ class EngineCore {
   const Backend& backend() const { return backend_; }
 
  private:
-  void deliver(Sequence& s, const float* logits);
+  // Samples the sequence's next token from its logit row, or takes greedy_id
+  // (the backend's argmax) when logits is null; then streams and finishes it.
+  void deliver(Sequence& s, const float* logits, int32_t greedy_id);
+  bool picks_greedy_id(const Sequence& s) const;
   // Ends the request's stream; flush_text releases text held back for stop strings.
   void finish(Sequence& s, FinishReason reason, bool flush_text, std::string error = {});
   void flush_held_text(Sequence& s);

@@ -10,7 +10,10 @@
 
 namespace ember {
 
-enum class LogitsWanted : uint8_t { None, Last, All };
+// Last/All: those logit rows come back from the step. LastArgmax: only the id
+// of the last token's largest logit comes back (a greedy choice made where the
+// logits are, so no logit row crosses to the host).
+enum class LogitsWanted : uint8_t { None, Last, All, LastArgmax };
 
 struct SeqStep {
   const int32_t* tokens = nullptr;
@@ -23,14 +26,21 @@ struct SeqStep {
 
 struct StepBatch {
   std::vector<SeqStep> seqs;
+  int argmax_vocab = 0;  // LastArgmax picks among the ids below this (0: the whole vocabulary)
   int64_t total_tokens() const {
     int64_t n = 0;
     for (const auto& s : seqs) n += s.n_tokens;
     return n;
   }
+  // Logit rows the step returns.
   int64_t logit_rows() const {
     int64_t n = 0;
     for (const auto& s : seqs) n += s.logits == LogitsWanted::All ? s.n_tokens : s.logits == LogitsWanted::Last ? 1 : 0;
+    return n;
+  }
+  int64_t argmax_rows() const {
+    int64_t n = 0;
+    for (const auto& s : seqs) n += s.logits == LogitsWanted::LastArgmax ? 1 : 0;
     return n;
   }
 };

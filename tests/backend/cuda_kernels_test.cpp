@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/argmax.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_matrix.h"
@@ -19,6 +20,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
+#include "engine/backend.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
 
@@ -419,6 +421,40 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
         const float ref = 1.5f * m.decoded[size_t(ids[t] * k + j)];
         ASSERT_NEAR(y[t * size_t(k) + size_t(j)], ref, 1e-6f * std::fabs(ref) + 1e-30f) << type_name(type);
       }
+  }
+}
+
+// The GPU's greedy pick against the host's greedy_id() on rows built to catch
+// every rule: ties (the lowest id wins, wherever the threads split the row),
+// NaN and +inf anywhere, all -inf, a single finite logit, and values past n
+// that must not count.
+TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
+  std::mt19937 rng(77);
+  const int n = 151'936 - 5, ld = 151'936;
+  std::vector<std::vector<float>> rows;
+  for (int i = 0; i < 6; ++i) rows.push_back(random_floats(ld, rng));
+  for (auto& r : rows) r[size_t(n + 2)] = 1e30f;  // past n: ignored
+  rows[1][100] = rows[1][90'000] = rows[1][5] = 50.f;                       // a three-way tie: 5 wins
+  rows[2][n - 1] = 40.f;                                                     // the last counted id
+  rows[3][123'456] = std::nanf("");                                          // NaN
+  rows[4][7] = INFINITY;                                                     // +inf
+  rows[5].assign(size_t(ld), -INFINITY);                                     // all masked
+  std::vector<float> one(size_t(ld), -INFINITY);
+  one[77'777] = -3.f;                                                        // one finite logit
+  rows.push_back(one);
+  std::vector<float> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4);
+  EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
+  argmax_rows(d_l.get<float>(), ld, int64_t(rows.size()), n, d_ids.get<int32_t>(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto ids = download<int32_t>(d_ids, rows.size());
+  const std::vector<int32_t> expect_fixed = {-100, 5, n - 1, kArgmaxNonFinite, kArgmaxNonFinite, kArgmaxAllMasked, 77'777};
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(ids[r], greedy_id(rows[r].data(), n)) << "row " << r;
+    if (expect_fixed[r] != -100) {
+      EXPECT_EQ(ids[r], expect_fixed[r]) << "row " << r;
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 // every logit row they were sampled from).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 
 #include "backend/backend_factory.h"
+#include "engine/backend.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/presets.h"
@@ -318,19 +320,28 @@ class PoisoningBackend final : public Backend {
     const float* l = inner_.forward(batch);
     const int64_t V = model().desc().vocab;
     buf_.assign(l, l + batch.logit_rows() * V);
-    int64_t row = 0;
+    ids_.assign(inner_.argmax_ids(), inner_.argmax_ids() + batch.argmax_rows());
+    int64_t row = 0, id = 0;
     for (const SeqStep& s : batch.seqs) {
+      const bool poison = s.pos == 0 && s.tokens[0] == marker_;
+      if (s.logits == LogitsWanted::LastArgmax) {  // a greedy pick made where the logits are: it saw the NaN
+        if (poison) ids_[size_t(id)] = kArgmaxNonFinite;
+        ++id;
+        continue;
+      }
       const int64_t rows = s.logits == LogitsWanted::All ? s.n_tokens : s.logits == LogitsWanted::Last ? 1 : 0;
-      if (rows && s.pos == 0 && s.tokens[0] == marker_) buf_[size_t(row * V + 7)] = std::nanf("");
+      if (rows && poison) buf_[size_t(row * V + 7)] = std::nanf("");
       row += rows;
     }
     return buf_.data();
   }
+  const int32_t* argmax_ids() const override { return ids_.data(); }
 
  private:
   Backend& inner_;
   int32_t marker_;
   std::vector<float> buf_;
+  std::vector<int32_t> ids_;
 };
 
 TEST_F(Serving, BadLogitsEndOnlyTheirSequence) {
@@ -338,18 +349,25 @@ TEST_F(Serving, BadLogitsEndOnlyTheirSequence) {
   PoisoningBackend b(*cpu, 4242);
   EngineOptions o;
   o.max_running = 4;
-  Engine e(b, nullptr, o);
   auto good = ids(30, 8);
   auto bad = good;
   bad[0] = 4242;
-  std::vector<GenerationRequest> reqs = {request(good, 8), request(bad, 8), request(ids(12, 9), 8)};
-  const auto got = together(e, reqs);
-  EXPECT_EQ(got[1].reason, FinishReason::Error);
-  EXPECT_NE(got[1].error.find("NaN"), std::string::npos) << got[1].error;
-  const auto ref = alone({reqs[0], reqs[2]});
-  expect_same(got[0], ref[0], "the sequence beside the poisoned one");
-  expect_same(got[2], ref[1], "the other sequence beside the poisoned one");
-  e.check_accounting();
+  // Greedy requests take the backend's argmax (no logit row comes back); sampled ones the host sampler.
+  for (const float temperature : {0.0f, 0.7f}) {
+    Engine e(b, nullptr, o);  // a fresh cache each time, so the poisoned prompt is computed again
+    std::vector<GenerationRequest> reqs = {request(good, 8), request(bad, 8), request(ids(12, 9), 8)};
+    for (auto& r : reqs) {
+      r.sampling.temperature = temperature;
+      r.keep_logits = false;  // else greedy requests would be sampled on the host too
+    }
+    const auto got = together(e, reqs);
+    EXPECT_EQ(got[1].reason, FinishReason::Error) << temperature;
+    EXPECT_NE(got[1].error.find("NaN"), std::string::npos) << got[1].error;
+    const auto ref = alone({reqs[0], reqs[2]});
+    expect_same(got[0], ref[0], "the sequence beside the poisoned one");
+    expect_same(got[2], ref[1], "the other sequence beside the poisoned one");
+    e.check_accounting();
+  }
 }
 
 TEST_F(Serving, RejectsRequestsThatCanNeverRun) {
@@ -399,4 +417,67 @@ TEST_F(Serving, BatchOfDifferentLengthsEqualsEachSequenceAlone) {
   StepBatch empty_seq = all;
   empty_seq.seqs[1].n_tokens = 0;
   EXPECT_THROW(b->forward(empty_seq), Error);
+
+  // Rows only picked from (LastArgmax) between rows that come back: the rows
+  // that come back keep their order and bits, and each pick is greedy_id() of
+  // the row the backend did not return, over the first argmax_vocab ids.
+  for (const int argmax_vocab : {0, 1000}) {
+    StepBatch mixed = all;
+    mixed.argmax_vocab = argmax_vocab;
+    mixed.seqs[0].logits = LogitsWanted::LastArgmax;
+    mixed.seqs[1].logits = LogitsWanted::Last;
+    mixed.seqs[2].logits = LogitsWanted::LastArgmax;
+    mixed.seqs[3].logits = LogitsWanted::All;
+    const float* m = b->forward(mixed);
+    const int32_t* picks = b->argmax_ids();
+    auto last_row = [&](size_t i) { return alone_rows[i].data() + (int64_t(seqs[i].size()) - 1) * V; };
+    const int n = argmax_vocab > 0 ? argmax_vocab : int(V);
+    EXPECT_EQ(picks[0], greedy_id(last_row(0), n)) << argmax_vocab;
+    EXPECT_EQ(picks[1], greedy_id(last_row(2), n)) << argmax_vocab;
+    if (argmax_vocab > 0) {
+      EXPECT_LT(picks[0], argmax_vocab);
+    }
+    EXPECT_EQ(std::memcmp(m, last_row(1), size_t(V) * 4), 0) << "the Last row after an argmax row";
+    EXPECT_EQ(std::memcmp(m + V, alone_rows[3].data(), alone_rows[3].size() * 4), 0) << "the All rows";
+  }
+}
+
+TEST(GreedyId, LowestIdOfTheLargestFiniteLogit) {
+  const float inf = INFINITY;
+  EXPECT_EQ(greedy_id(std::vector<float>{1, 3, 2, 3}.data(), 4), 1);
+  EXPECT_EQ(greedy_id(std::vector<float>{1, 3, 2, 9}.data(), 3), 1);  // only the first n count
+  EXPECT_EQ(greedy_id(std::vector<float>{-inf, -2, -inf}.data(), 3), 1);
+  EXPECT_EQ(greedy_id(std::vector<float>{-inf, -inf}.data(), 2), kArgmaxAllMasked);
+  EXPECT_EQ(greedy_id(std::vector<float>{1, std::nanf(""), 5}.data(), 3), kArgmaxNonFinite);
+  EXPECT_EQ(greedy_id(std::vector<float>{1, inf}.data(), 2), kArgmaxNonFinite);
+}
+
+// Greedy requests without penalties, grammar or kept logits get their ids from
+// the backend's argmax: the same tokens as the host sampler picks from the
+// logit rows (keep_logits sends them there), in a batch that mixes both kinds
+// and sampled requests.
+TEST_F(Serving, BackendGreedyPicksEqualTheHostSampler) {
+  auto b = backend(256);
+  EngineOptions o;
+  o.max_running = 8;
+  Engine e(*b, nullptr, o);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    reqs.push_back(request(ids(10 + 7 * i, 30 + i), 12, i % 3 == 2 ? 0.8f : 0.f, uint64_t(i)));
+    reqs.back().keep_logits = i % 3 == 1;  // 0, 3: backend argmax; 1, 4: host greedy; 2, 5: sampled
+  }
+  const auto got = together(e, reqs);
+  for (int i = 0; i < 6; i += 3) {
+    auto host = reqs[size_t(i)];
+    host.keep_logits = true;
+    const auto ref = alone({host});
+    EXPECT_EQ(got[size_t(i)].ids, ref[0].ids) << "request " << i;
+    EXPECT_EQ(got[size_t(i)].reason, FinishReason::Length) << "request " << i;
+  }
+  const auto ref = alone({reqs[1], reqs[2], reqs[4], reqs[5]});
+  expect_same(got[1], ref[0], "host greedy beside backend picks");
+  expect_same(got[2], ref[1], "sampled beside backend picks");
+  expect_same(got[4], ref[2], "host greedy beside backend picks");
+  expect_same(got[5], ref[3], "sampled beside backend picks");
+  e.check_accounting();
 }

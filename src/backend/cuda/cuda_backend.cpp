@@ -15,6 +15,7 @@
 #include <memory>
 #include <tuple>
 
+#include "backend/cuda/argmax.h"
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
@@ -81,6 +82,7 @@ class CudaBackend final : public Backend {
   const StepLimits& limits() const override { return lim_; }
   const KvConfig& kv_config() const override { return kv_; }
   const float* forward(const StepBatch& batch) override;
+  const int32_t* argmax_ids() const override { return host_ids_.get<int32_t>(); }
   void copy_kv_block(int src, int dst, int n_positions) override;
   void read_kv_block(int block, void* host) override;
   void write_kv_block(int block, const void* host) override;
@@ -92,10 +94,18 @@ class CudaBackend final : public Backend {
     return kv_store_.get<uint8_t>() + ((size_t(layer) * size_t(kv_.n_blocks) + size_t(block)) * 2 + size_t(kvsel)) * kv_half_bytes();
   }
   // Host half of a step: the batch's metadata into pinned memory and one copy to the device.
-  void upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n_rows, int& n_splits);
+  // What a step runs: tokens, logit rows that come back (n_rows), rows only
+  // picked from (n_argmax, after them), and the attention splits.
+  struct Shape {
+    int64_t n_tok = 0, n_rows = 0, n_argmax = 0;
+    int n_splits = 0, argmax_vocab = 0;
+    using Key = std::tuple<int64_t, int64_t, int64_t, int, int>;
+    Key key() const { return {n_tok, n_rows, n_argmax, n_splits, argmax_vocab}; }
+  };
+  Shape upload_step(const StepBatch& batch);
   // Device half: every kernel of the step, queued on the stream (or captured into a graph).
-  void enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits);
-  void run_step(int64_t n_tok, int64_t n_rows, int n_splits);
+  void enqueue_step(const Shape& sh);
+  void run_step(const Shape& sh);
   void attention_block(int l, int64_t n_tok, int n_splits);
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
@@ -132,7 +142,8 @@ class CudaBackend final : public Backend {
   bool int8_products_ = true;  // EMBER_CUDA_FLOAT_PRODUCTS=1 turns them off (to measure what they gain)
   std::unique_ptr<TensorCoreGemm> gemm_;
   int64_t gemm_min_tokens_ = 0;
-  PinnedBuffer host_ints_, host_logits_;
+  PinnedBuffer host_ints_, host_logits_, host_ids_;
+  DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows
   // Attention of the step being run: sequences with more than kFlashRows tokens
   // in it take flash attention (flash_tiles_ tiles), the other tokens
   // (split_tokens_ of them, listed at split_list_) the split kernel.
@@ -140,8 +151,8 @@ class CudaBackend final : public Backend {
   int flash_tiles_ = 0;
   int64_t split_tokens_ = 0;
   StepProfile prof_;
-  // Captured steps by shape (tokens, logit rows, attention splits).
-  std::map<std::tuple<int64_t, int64_t, int>, cudaGraphExec_t> graphs_;
+  // Captured steps by shape.
+  std::map<Shape::Key, cudaGraphExec_t> graphs_;
   // Views into the scratch.
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
@@ -183,6 +194,8 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   moe_ids_ = ip + sz_.meta_ints;
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
+  host_ids_ = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
+  device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   const char* fl = std::getenv("EMBER_CUDA_FLASH");
   flash_ = flash_attention_fits(kv_.type, d.head_dim) && !(fl && std::strcmp(fl, "0") == 0);
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
@@ -233,25 +246,28 @@ constexpr size_t kMaxGraphs = 256;
 const float* CudaBackend::forward(const StepBatch& batch) {
   const ModelDesc& d = model_.desc();
   check_step_batch(batch, lim_, kv_, d.vocab);
-  int64_t n_tok = 0, n_rows = 0;
-  int n_splits = 0;
-  upload_step(batch, n_tok, n_rows, n_splits);
-  run_step(n_tok, n_rows, n_splits);
+  const Shape sh = upload_step(batch);
+  run_step(sh);
   float* out = host_logits_.get<float>();
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(out, logits_, size_t(n_rows) * size_t(d.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(out, logits_, size_t(sh.n_rows) * size_t(d.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  if (sh.n_argmax > 0)
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(host_ids_.get<int32_t>(), device_ids_.get<int32_t>(), size_t(sh.n_argmax) * sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, stream_));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
   prof_.end_step(stream_);
   return out;
 }
 
-void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n_rows, int& n_splits) {
+CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch) {
   const size_t T = size_t(lim_.max_tokens);
   int32_t* h = host_ints_.get<int32_t>();
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
   int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_tab = h + 8 * T;
+  Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
   int n_tiles = 0;
-  n_splits = 0;
+  const int64_t n_back = batch.logit_rows();
+  int64_t ra = n_back;  // argmax rows follow the rows that come back
   for (size_t si = 0; si < batch.seqs.size(); ++si) {
     const SeqStep& s = batch.seqs[si];
     const int used = int((s.pos + s.n_tokens + kv_.block_size - 1) / kv_.block_size);  // blocks the step touches
@@ -267,28 +283,32 @@ void CudaBackend::upload_step(const StepBatch& batch, int64_t& n_tok, int64_t& n
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       if (!flash) {
         h_split[n_split++] = int32_t(t);
-        n_splits = std::max(n_splits, attention_splits(int(s.pos) + i + 1));
+        sh.n_splits = std::max(sh.n_splits, attention_splits(int(s.pos) + i + 1));
       }
       h_tok[t] = s.tokens[i];
       h_pos[t] = int32_t(s.pos + i);
       h_seq[t] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1)) h_rows[r++] = int32_t(t);
+      if (s.logits == LogitsWanted::LastArgmax && i == s.n_tokens - 1) h_rows[ra++] = int32_t(t);
     }
   }
   prof_.mark("upload", stream_);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (8 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  n_tok = t;
-  n_rows = r;
+  sh.n_tok = t;
+  sh.n_rows = r;
+  sh.n_argmax = ra - n_back;
+  sh.argmax_vocab = batch.argmax_vocab > 0 ? batch.argmax_vocab : model_.desc().vocab;
   flash_tiles_ = n_tiles;
   split_tokens_ = n_split;
+  return sh;
 }
 
-void CudaBackend::run_step(int64_t n_tok, int64_t n_rows, int n_splits) {
-  if (prof_.enabled() || n_tok > kGraphMaxTokens) {
-    enqueue_step(n_tok, n_rows, n_splits);
+void CudaBackend::run_step(const Shape& sh) {
+  if (prof_.enabled() || sh.n_tok > kGraphMaxTokens) {
+    enqueue_step(sh);
     return;
   }
-  const auto key = std::make_tuple(n_tok, n_rows, n_splits);
+  const auto key = sh.key();
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     if (graphs_.size() >= kMaxGraphs) {
@@ -298,7 +318,7 @@ void CudaBackend::run_step(int64_t n_tok, int64_t n_rows, int n_splits) {
     cudaGraph_t graph = nullptr;
     EMBER_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      enqueue_step(n_tok, n_rows, n_splits);
+      enqueue_step(sh);
     } catch (...) {
       cudaStreamEndCapture(stream_, &graph);
       if (graph) cudaGraphDestroy(graph);
@@ -314,12 +334,13 @@ void CudaBackend::run_step(int64_t n_tok, int64_t n_rows, int n_splits) {
   EMBER_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
 }
 
-void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
+void CudaBackend::enqueue_step(const Shape& sh) {
+  const int64_t n_tok = sh.n_tok, n_rows = sh.n_rows + sh.n_argmax;  // every row the head computes
   const ModelDesc& d = model_.desc();
   prof_.mark("embed", stream_);
   gather_rows(w_.token_embd, w_.iq, tokens_, n_tok, d.embed_scale, x_, stream_);
   for (int l = 0; l < d.n_layers; ++l) {
-    attention_block(l, n_tok, n_splits);
+    attention_block(l, n_tok, sh.n_splits);
     if (d.layers[size_t(l)].moe) moe_ffn(l, n_tok);
     else dense_ffn(l, n_tok);
   }
@@ -328,6 +349,8 @@ void CudaBackend::enqueue_step(int64_t n_tok, int64_t n_rows, int n_splits) {
   prof_.mark("output head", stream_);
   product(w_.output, xn_, d.hidden, n_rows, logits_, d.vocab, xq);
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
+  prof_.mark("argmax", stream_);
+  argmax_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.argmax_vocab, device_ids_.get<int32_t>(), stream_);
   prof_.mark("logits to host", stream_);
 }
 

@@ -1,0 +1,15 @@
+// The greedy choice of logit rows on the GPU, so that only ids cross to the host.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ember::cuda {
+
+// ids[r] = the greedy choice of row r (rows ld floats apart) among its first n
+// logits, exactly as greedy_id() of engine/backend.h decides it: the lowest id
+// holding the largest logit, kArgmaxNonFinite for a NaN or +inf, kArgmaxAllMasked
+// when all are -inf.
+void argmax_rows(const float* logits, int64_t ld, int64_t n_rows, int n, int32_t* ids, cudaStream_t s);
+
+}  // namespace ember::cuda
