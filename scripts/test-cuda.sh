@@ -100,7 +100,10 @@ PY
     tok=$tokdir/$( [ "${preset#dense}" != "$preset" ] && echo llama3 || echo qwen3 )
     step "gen-$preset-$quant" "$bin/ember" gen-model --preset "$preset" --quant "$quant" -o "$model" --tokenizer "$tok"
     "$bin/ember" inspect "$model" 2>&1 | grep -i "bytes" | head -3 >"$out/inspect-$preset-$quant.txt"
-    step "bench-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch "${EMBER_CUDA_BATCH:-1,2,4,8,16,32,64}" --prompt 128 --decode 64 --rounds 2
+    # Decode at each batch size after a 512-token prompt, prefill at 512/2,048/8,192, all as ratios
+    # to the roofline measured in the same run; the figures also in JSON.
+    step "bench-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch "${EMBER_CUDA_BATCH:-1,2,4,8,16,32,64}" \
+      --prompt "${EMBER_CUDA_PROMPTS:-512,2048,8192}" --decode 128 --rounds 2 --step 2048 --json "$out/bench-$preset-$quant.json"
     # The same decode with the float products only: what the integer products gain, in one run.
     [ -n "${EMBER_CUDA_AB:-}" ] && step "bench-$preset-$quant-float" env EMBER_CUDA_FLOAT_PRODUCTS=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1,16 --prompt 128 --decode 64 --rounds 2
     # Prefill: one cold document in steps of 2,048 tokens (dense matrices on the tensor cores).

@@ -1,28 +1,41 @@
 // The serving engine's speed, measured through its own API (no HTTP):
 //
-//   ember_bench_engine --model FILE [--backend cpu] [--threads N] [--batch 1,2,4,8]
-//                      [--prompt 128] [--decode 64] [--doc 8022] [--step 256] [--rounds 3]
+//   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
+//                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
+//                      [--rounds 3] [--json FILE]
 //
-// 1. Continuous batching: B requests with distinct prompts submitted at once;
-//    aggregate decode tok/s = tokens generated after each request's first
-//    one, over the time from the last first token to the last token. Reported
-//    also as a ratio to the single-sequence figure of the same round.
-// 2. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
+// 0. The roofline, measured in the same run: the device's copy bandwidth (and
+//    on CUDA the bf16 matrix rate), so every figure is also a ratio to it
+//    (bench/engine/step_costs.h says what a step moves and computes).
+// 1. Continuous batching: B requests with distinct prompts of the first
+//    --prompt length submitted at once; aggregate decode tok/s = tokens
+//    generated after each request's first one, over the time from the last
+//    first token to the last token. Reported also as a ratio to the
+//    single-sequence figure of the same round, and the backend's own step time.
+// 2. Prefill: one cold prompt of each --prompt length (time to its first token).
+// 3. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
 //    then A again plus a 40-token question; the return to A is reported as a
 //    share of A's cold prefill time; A's cold prefill also as tokens per second.
 // --step sets the tokens of one engine step (prompt chunks share it).
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
+// --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "backend/backend_factory.h"
+#include "bench/roofline.h"
 #include "bench_util.h"
 #include "engine/engine.h"
+#include "step_costs.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -83,8 +96,8 @@ using bench::median;
 using bench::parse_list;
 
 int main(int argc, char** argv) {
-  std::string path, backend_kind = "auto", batches = "1,2,4,8";
-  int threads = 0, prompt_len = 128, decode = 64, doc = 0, rounds = 3, step = 256;
+  std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts_arg = "128", json_path;
+  int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -92,7 +105,8 @@ int main(int argc, char** argv) {
     else if (a == "--backend") backend_kind = next();
     else if (a == "--threads") threads = std::stoi(next());
     else if (a == "--batch") batches = next();
-    else if (a == "--prompt") prompt_len = std::stoi(next());
+    else if (a == "--prompt") prompts_arg = next();
+    else if (a == "--json") json_path = next();
     else if (a == "--decode") decode = std::stoi(next());
     else if (a == "--doc") doc = std::stoi(next());
     else if (a == "--step") step = std::max(1, std::stoi(next()));
@@ -100,24 +114,61 @@ int main(int argc, char** argv) {
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   if (path.empty()) {
-    std::fprintf(stderr, "usage: %s --model FILE [--backend cpu] [--threads N] [--batch 1,2,4,8] [--prompt N] [--decode N] [--doc N] [--step N] [--rounds N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8] [--prompt N[,N...]] "
+                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE]\n", argv[0]);
     return 2;
   }
   try {
     auto model = Model::load(path);
     const int vocab = model->desc().vocab;
     const std::vector<int> bs = parse_list(batches);
+    const std::vector<int> prompts = parse_list(prompts_arg);
+    if (bs.empty() || prompts.empty() || *std::min_element(bs.begin(), bs.end()) < 1 ||
+        *std::min_element(prompts.begin(), prompts.end()) < 1)
+      throw Error("--batch and --prompt take lists of positive numbers");
     const int max_b = *std::max_element(bs.begin(), bs.end());
+    const int prompt_len = prompts[0], max_prompt = *std::max_element(prompts.begin(), prompts.end());
 
     BackendOptions bo;
     bo.kind = backend_kind;
     bo.n_threads = threads;
-    bo.limits.max_context = std::max(prompt_len + decode + 8, doc + 64 + 8);
+    bo.limits.max_context = std::max({prompt_len + decode + 8, max_prompt + 8, doc + 64 + 8});
     bo.limits.max_tokens = std::max(step, max_b);
     bo.limits.max_logit_rows = max_b;
     const uint64_t per_pos = kv_block_bytes(model->desc(), bo.block_size, bo.kv_type) / uint64_t(bo.block_size);
-    bo.kv_mem = per_pos * uint64_t(std::max<int64_t>(int64_t(max_b) * (prompt_len + decode + 32), 2 * (doc + 128)) + 4096);
+    bo.kv_mem = per_pos * uint64_t(std::max<int64_t>({int64_t(max_b) * (prompt_len + decode + 32), 2 * (doc + 128),
+                                                      2 * (int64_t(max_prompt) + 128)}) + 4096);
     auto backend = make_backend(*model, bo);
+    const bench::StepCosts costs = bench::step_costs(*model, bo.kv_type, bo.block_size);
+
+    // The roofline of this run: the device's copy bandwidth, and on CUDA the bf16 matrix rate.
+    nlohmann::json out;
+    bench::Bandwidth bw;
+    std::optional<double> bf16;
+    std::string bf16_note;
+    if (std::string(backend->name()) == "cuda") {
+      std::string why;
+      const auto g = bench::gpu_copy_bandwidth(why);
+      if (!g) throw Error("cannot measure the GPU's copy bandwidth: " + why);
+      bw = *g;
+      bf16 = bench::gpu_bf16_tflops(bf16_note);
+    } else {
+      bw = bench::cpu_copy_bandwidth();
+    }
+    std::printf("roofline: copy %.0f GB/s (%s)", bw.gbs, bw.note.c_str());
+    if (bf16) std::printf(", bf16 %.0f TFLOP/s", *bf16);
+    std::printf("\nbytes per decoded token: %.3f GB of weights + %.1f KB of KV per position\n\n",
+                (costs.shared_bytes + costs.n_used * costs.expert_bytes) / 1e9, costs.kv_bytes_per_position / 1e3);
+    out["model"] = path;
+    out["backend"] = backend->name();
+    out["roofline"] = {{"copy_gbs", bw.gbs}, {"copy_note", bw.note},
+                       {"bf16_tflops", bf16 ? nlohmann::json(*bf16) : nlohmann::json(nullptr)}, {"bf16_note", bf16_note}};
+    out["weight_bytes_per_token"] = costs.shared_bytes + costs.n_used * costs.expert_bytes;
+    out["kv_bytes_per_position"] = costs.kv_bytes_per_position;
+    // A step's tok/s ceiling: its tokens over the time its bytes take at the measured bandwidth.
+    auto decode_roofline = [&](int seqs, double context) {
+      return seqs * bench::roofline_tps(bw.gbs, bench::decode_step_bytes(costs, seqs, context));
+    };
     EngineOptions eo;
     eo.max_running = max_b;
     Engine engine(*backend, nullptr, eo);
@@ -131,9 +182,9 @@ int main(int argc, char** argv) {
     engine.wait_idle();
 
     // The backend alone: one decode step of B sequences (one token each, at
-    // position 63 of its own blocks), median of 9, rounds interleaved over B.
-    // Beside the engine's figures it shows what the scheduling, sampling and
-    // delivery around each step cost.
+    // position 63 of its own blocks, greedy picks as the engine asks for them),
+    // median of 9, rounds interleaved over B. Beside the engine's figures it
+    // shows what the scheduling, sampling and delivery around each step cost.
     {
       const int bs_kv = backend->kv_config().block_size;
       const int per_seq = (64 + bs_kv - 1) / bs_kv;
@@ -147,23 +198,25 @@ int main(int argc, char** argv) {
           for (size_t bi = 0; bi < bs.size(); ++bi) {
             StepBatch batch;
             for (int s = 0; s < bs[bi]; ++s)
-              batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::Last});
+              batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::LastArgmax});
             const auto t0 = Clock::now();
             backend->forward(batch);
             step_s[bi].push_back(since(t0, Clock::now()));
           }
-        std::printf("| sequences | backend step ms (median of 9) | tok/s | vs 1 sequence |\n|---|---|---|---|\n");
+        std::printf("| sequences | backend step ms (median of 9) | tok/s | vs 1 sequence | %% of roofline |\n|---|---|---|---|---|\n");
         const double one = median(step_s[0]);
         for (size_t bi = 0; bi < bs.size(); ++bi) {
-          const double ms = median(step_s[bi]);
-          std::printf("| %d | %.3f | %.1f | %.2fx |\n", bs[bi], 1e3 * ms, bs[bi] / ms, (bs[bi] / ms) / (1.0 / one));
+          const double sec = median(step_s[bi]), tps = bs[bi] / sec, pct = 100 * tps / decode_roofline(bs[bi], 64);
+          std::printf("| %d | %.3f | %.1f | %.2fx | %.1f |\n", bs[bi], 1e3 * sec, tps, tps / (1.0 / one), pct);
+          out["backend_step"].push_back({{"sequences", bs[bi]}, {"ms", 1e3 * sec}, {"tok_s", tps}, {"pct_roofline", pct}});
         }
         std::printf("\n");
       }
     }
 
     std::printf("## %s, %s backend, %d threads\n\n", path.c_str(), backend->name(), threads);
-    std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence |\n|---|---|---|---|\n", rounds);
+    std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline |\n"
+                "|---|---|---|---|---|\n", rounds);
     std::vector<std::vector<double>> rates(bs.size());
     uint32_t seed = 1;
     for (int round = 0; round < rounds; ++round) {
@@ -189,9 +242,33 @@ int main(int argc, char** argv) {
       }
     }
     const double base = median(rates[0]);
+    const double context = prompt_len + decode / 2.0;  // the average context while decoding
     for (size_t bi = 0; bi < bs.size(); ++bi) {
-      const double r = median(rates[bi]);
-      std::printf("| %d | %.2f | %.2f | %.2fx |\n", bs[bi], r, r / bs[bi], r / base);
+      const double r = median(rates[bi]), roof = decode_roofline(bs[bi], context);
+      std::printf("| %d | %.2f | %.2f | %.2fx | %.1f |\n", bs[bi], r, r / bs[bi], r / base, 100 * r / roof);
+      out["decode"].push_back({{"sequences", bs[bi]}, {"prompt", prompt_len}, {"new_tokens", decode}, {"tok_s", r},
+                               {"roofline_tok_s", roof}, {"pct_roofline", 100 * r / roof}});
+    }
+
+    // Prefill: one cold prompt of each length, its time to first token.
+    std::printf("\n| prompt tokens | prefill s (median of %d) | tok/s | TFLOP/s | %% of bf16 rate |\n|---|---|---|---|---|\n",
+                rounds);
+    for (int n : prompts) {
+      std::vector<double> secs;
+      for (int round = 0; round < rounds; ++round) {
+        GenerationRequest r;
+        r.prompt = random_ids(n, seed++, vocab);
+        r.max_tokens = 1;
+        r.ignore_eos = true;
+        auto st = engine.submit(r);
+        const auto t0 = Clock::now();
+        secs.push_back(since(t0, drain(*st).first));
+      }
+      const double sec = median(secs), tflops = n * bench::prefill_flops_per_token(costs, n) / sec / 1e12;
+      std::printf("| %d | %.3f | %.0f | %.1f | %s |\n", n, sec, n / sec, tflops,
+                  bf16 ? std::to_string(int(std::lround(100 * tflops / *bf16))).c_str() : "-");
+      out["prefill"].push_back({{"tokens", n}, {"seconds", sec}, {"tok_s", n / sec}, {"tflops", tflops},
+                                {"pct_bf16", bf16 ? nlohmann::json(100 * tflops / *bf16) : nlohmann::json(nullptr)}});
     }
 
     if (doc > 0) {
@@ -218,6 +295,13 @@ int main(int argc, char** argv) {
       std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
       std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a, step);
       std::fflush(stdout);
+      out["prefix_cache"] = {{"document", doc}, {"a_cold_s", cold_a}, {"b_cold_s", cold_b}, {"return_s", back_a},
+                             {"reused", reused}};
+    }
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      f << out.dump(2) << "\n";
+      if (!f) throw Error("cannot write " + json_path);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
