@@ -178,9 +178,7 @@ bool EngineCore::step() {
 // Greedy with nothing that needs the logits on the host (penalties, a grammar,
 // logits kept for the client): the backend picks the id where the logits are.
 bool EngineCore::picks_greedy_id(const Sequence& s) const {
-  const SamplingParams& p = s.sampler.params();
-  return p.temperature <= 0.0f && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
-         p.frequency_penalty == 0.0f && !s.constraint && !s.req.keep_logits;
+  return s.sampler.plain_greedy() && !s.constraint && !s.req.keep_logits;
 }
 
 void EngineCore::deliver(Sequence& s, const float* logits, int32_t greedy_id) {

@@ -36,8 +36,7 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
   if (!any_finite) throw BadLogits("every logit is -inf: no token can be sampled");
 
   // Penalties over the recent window.
-  const bool penalise = p_.repetition_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
-  if (penalise && !recent.empty()) {
+  if (penalises() && !recent.empty()) {
     const size_t n = p_.penalty_last_n < 0 ? recent.size() : std::min(recent.size(), size_t(p_.penalty_last_n));
     const auto window = recent.subspan(recent.size() - n);
     for (int32_t id : window)

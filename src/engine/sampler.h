@@ -51,6 +51,12 @@ class Sampler {
   // Throws BadLogits (see above).
   int32_t sample(const float* logits, std::span<const int32_t> recent);
   const SamplingParams& params() const { return p_; }
+  // Whether any penalty changes the logits before the pick.
+  bool penalises() const {
+    return p_.repetition_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
+  }
+  // The pick is the plain argmax of the logits (greedy, no penalty): what greedy_id() of engine/backend.h gives.
+  bool plain_greedy() const { return p_.temperature <= 0.0f && !penalises(); }
   int valid_vocab() const { return valid_vocab_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "engine/sampler.h"
 
+#include "engine/backend.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,6 +27,27 @@ TEST(Sampler, GreedyPicksArgmax) {
   Sampler s(SamplingParams{}, 5);
   const std::vector<float> l = {0.1f, -2.0f, 3.5f, 3.4f, 0.0f};
   EXPECT_EQ(s.sample(l.data(), {}), 2);
+}
+
+// plain_greedy() is what lets the engine take the backend's argmax instead:
+// only greedy without penalties, and then the sampler's pick is greedy_id()'s.
+TEST(Sampler, PlainGreedyIsTheBackendsArgmax) {
+  const std::vector<float> l = {0.1f, 3.5f, -2.0f, 3.5f, 0.0f};
+  Sampler plain(SamplingParams{}, 5);
+  EXPECT_TRUE(plain.plain_greedy());
+  EXPECT_EQ(plain.sample(l.data(), {}), greedy_id(l.data(), 5));
+  SamplingParams p;
+  p.temperature = 0.5f;
+  EXPECT_FALSE(Sampler(p, 5).plain_greedy());
+  for (int which = 0; which < 3; ++which) {
+    SamplingParams q;
+    if (which == 0) q.repetition_penalty = 1.1f;
+    if (which == 1) q.presence_penalty = 0.5f;
+    if (which == 2) q.frequency_penalty = 0.5f;
+    const Sampler s(q, 5);
+    EXPECT_TRUE(s.penalises()) << which;
+    EXPECT_FALSE(s.plain_greedy()) << which;
+  }
 }
 
 TEST(Sampler, TemperatureFollowsTheDistribution) {
