@@ -135,11 +135,12 @@ int main(int argc, char** argv) {
     bo.limits.max_context = std::max({prompt_len + decode + 8, max_prompt + 8, doc + 64 + 8});
     bo.limits.max_tokens = std::max(step, max_b);
     bo.limits.max_logit_rows = max_b;
-    const uint64_t per_pos = kv_block_bytes(model->desc(), bo.block_size, bo.kv_type) / uint64_t(bo.block_size);
-    bo.kv_mem = per_pos * uint64_t(std::max<int64_t>({int64_t(max_b) * (prompt_len + decode + 32), 2 * (doc + 128),
-                                                      2 * (int64_t(max_prompt) + 128)}) + 4096);
-    auto backend = make_backend(*model, bo);
     const bench::StepCosts costs = bench::step_costs(*model, bo.kv_type, bo.block_size);
+    bo.kv_mem = uint64_t(costs.kv_bytes_per_position) *
+                uint64_t(std::max<int64_t>({int64_t(max_b) * (prompt_len + decode + 32), 2 * (doc + 128),
+                                            2 * (int64_t(max_prompt) + 128)}) + 4096);
+    auto backend = make_backend(*model, bo);
+    const double weight_bytes = double(model->weight_bytes_per_token());
 
     // The roofline of this run: the device's copy bandwidth, and on CUDA the bf16 matrix rate.
     nlohmann::json out;
@@ -158,12 +159,12 @@ int main(int argc, char** argv) {
     std::printf("roofline: copy %.0f GB/s (%s)", bw.gbs, bw.note.c_str());
     if (bf16) std::printf(", bf16 %.0f TFLOP/s", *bf16);
     std::printf("\nbytes per decoded token: %.3f GB of weights + %.1f KB of KV per position\n\n",
-                (costs.shared_bytes + costs.n_used * costs.expert_bytes) / 1e9, costs.kv_bytes_per_position / 1e3);
+                weight_bytes / 1e9, costs.kv_bytes_per_position / 1e3);
     out["model"] = path;
     out["backend"] = backend->name();
     out["roofline"] = {{"copy_gbs", bw.gbs}, {"copy_note", bw.note},
                        {"bf16_tflops", bf16 ? nlohmann::json(*bf16) : nlohmann::json(nullptr)}, {"bf16_note", bf16_note}};
-    out["weight_bytes_per_token"] = costs.shared_bytes + costs.n_used * costs.expert_bytes;
+    out["weight_bytes_per_token"] = weight_bytes;
     out["kv_bytes_per_position"] = costs.kv_bytes_per_position;
     // A step's tok/s ceiling: its tokens over the time its bytes take at the measured bandwidth.
     auto decode_roofline = [&](int seqs, double context) {
