@@ -44,7 +44,7 @@ struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out;
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
                      // tokens (T each), flash tiles (2T), then tables
-  int max_splits, max_table;
+  int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
   size_t ints() const { return meta_ints + moe_items; }  // the metadata, then the chosen experts
 };
@@ -57,8 +57,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
   s.kv = T * size_t(d.kv_dim());
   s.ffn = T * size_t(std::max(d.ffn, 1));
   s.logits = size_t(lim.max_logit_rows) * size_t(d.vocab);
-  s.max_splits = kAttentionMaxSplits;
-  s.partial = size_t(std::min<int64_t>(lim.max_tokens, kAttentionTokens)) * size_t(d.n_heads) * size_t(s.max_splits) *
+  s.partial = size_t(std::min<int64_t>(lim.max_tokens, kAttentionTokens)) * size_t(d.n_heads) * size_t(kAttentionMaxSplits) *
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
