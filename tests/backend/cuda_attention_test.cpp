@@ -27,16 +27,12 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "cuda_test_buffers.h"
 
 namespace ember::cuda {
 namespace {
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer b(std::max<size_t>(1, v.size()) * sizeof(T));
-  if (!v.empty()) EMBER_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return b;
-}
+using test::upload;
 
 // A 16-bit element of the KV type and its value as a float.
 uint16_t to_bits(KvType t, float x, float& value) {

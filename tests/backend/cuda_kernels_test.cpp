@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_matrix.h"
+#include "cuda_test_buffers.h"
 #include "backend/cuda/elementwise.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.h"
@@ -27,18 +28,8 @@
 namespace ember::cuda {
 namespace {
 
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer b(v.size() * sizeof(T));
-  EMBER_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), b.bytes(), cudaMemcpyHostToDevice));
-  return b;
-}
-template <class T>
-std::vector<T> download(const DeviceBuffer& b, size_t n) {
-  std::vector<T> v(n);
-  EMBER_CUDA_CHECK(cudaMemcpy(v.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+using test::download;
+using test::upload;
 
 // The IQ codebooks in device memory, as the backend uploads them.
 struct Tables {
