@@ -268,6 +268,50 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   }
 }
 
+// q/k/v and gate/up in one launch: every output is the bits of its own
+// launch, rows of different counts (not multiples of a block's rows), with and
+// without add, at one token (two rows per warp) and several (four).
+TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
+  std::mt19937 rng(31);
+  const int64_t k = 768;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const std::vector<int64_t> rows = {301, 64, 1001};
+    std::vector<HostMatrix> hm;
+    std::vector<DeviceBuffer> w;
+    std::vector<DeviceMatrix> dm;
+    for (int64_t r : rows) {
+      hm.push_back(random_matrix(type, r, k, rng));
+      w.push_back(upload(hm.back().bytes));
+    }
+    for (size_t i = 0; i < rows.size(); ++i) dm.push_back({type, w[i].get<uint8_t>(), k, rows[i], hm[i].stride, 0});
+    for (int64_t n : {1, 3, 13}) {
+      const std::vector<float> x = random_floats(n * k, rng);
+      DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k));
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+      for (const bool add : {false, true}) {
+        std::vector<DeviceBuffer> alone, fused;
+        std::vector<Int8Out> outs;
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const int64_t ldy = rows[i] + 2;
+          const std::vector<float> start = random_floats(n * ldy, rng);  // what add lands on
+          alone.push_back(upload(start));
+          fused.push_back(upload(start));
+          gemv_int8(dm[i], a, alone.back().get<float>(), ldy, nullptr, add);
+          outs.push_back({&dm[i], fused.back().get<float>(), ldy});
+        }
+        gemv_int8_fused(outs, a, nullptr, add);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const size_t nf = size_t(n * (rows[i] + 2));
+          const auto ya = download<float>(alone[i], nf), yf = download<float>(fused[i], nf);
+          EXPECT_EQ(0, std::memcmp(ya.data(), yf.data(), nf * 4))
+              << type_name(type) << " matrix " << i << " n=" << n << (add ? " add" : "");
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
   std::mt19937 rng(13);
   const int64_t E = 4, rows = 45, k = 512, K = 2, n_tok = 3;

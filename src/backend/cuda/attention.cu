@@ -1,6 +1,6 @@
 // qkv_post: one block of threads per token. attention: one block per (token,
 // key/value head, split of the sequence), one warp per query head of the
-// group, each lane holding head_dim / 32 elements; an online softmax over the
+// group, each lane holding head_dim / 32 consecutive elements; an online softmax over the
 // split's positions, then a merge of the splits in a fixed order.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -73,8 +73,32 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
 }
 
 
-// NE: elements of the head each lane holds (head_dim <= 32 * NE). Blocks of
-// the grid: (token of this chunk, key/value head, split); token t0 + x.
+// NE consecutive elements of a key or value row, in one load of up to 16
+// bytes (two for 8 floats) where head_dim is a multiple of NE (every lane's
+// elements then lie wholly inside or outside the head, aligned), else one by one.
+template <class E, int NE>
+struct alignas(sizeof(E) * NE > 16 ? 16 : sizeof(E) * NE) KvVec {
+  E e[NE];
+};
+template <class E, int NE>
+__device__ __forceinline__ void load_kv_elems(const E* row, int d0, int hd, bool vec, float (&out)[NE]) {
+  if (vec) {
+    if (d0 < hd) {
+      const KvVec<E, NE> x = *reinterpret_cast<const KvVec<E, NE>*>(row + d0);
+#pragma unroll
+      for (int i = 0; i < NE; ++i) out[i] = to_f(x.e[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < NE; ++i) out[i] = 0.f;
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < NE; ++i) out[i] = d0 + i < hd ? to_f(row[d0 + i]) : 0.f;
+}
+
+// NE: elements of the head each lane holds, consecutive (head_dim <= 32 * NE).
+// Blocks of the grid: (token of this chunk, key/value head, split); token t0 + x.
 template <class E, int NE>
 __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
   constexpr int G = NE <= 4 ? 8 : 4;  // positions whose keys and values are loaded together
@@ -92,10 +116,11 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
 
   float q[NE], acc[NE];
   const float* qr = a.q + (t * a.n_heads + h) * hd;
+  const int d0 = lane * NE;
+  const bool vec = hd % NE == 0;
 #pragma unroll
   for (int i = 0; i < NE; ++i) {
-    const int d = lane + 32 * i;
-    q[i] = d < hd ? qr[d] : 0.f;
+    q[i] = d0 + i < hd ? qr[d0 + i] : 0.f;
     acc[i] = 0.f;
   }
   float m = -INFINITY, l = 0.f;
@@ -110,13 +135,11 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
       const bool live = p0 + j <= hi;
       const E* kr = kv_at<E>(kv, table, live ? p0 + j : lo, 0) + off;
       const E* vr = kv_at<E>(kv, table, live ? p0 + j : lo, 1) + off;
+      float k[NE];
+      load_kv_elems<E, NE>(kr, d0, hd, vec, k);
+      load_kv_elems<E, NE>(vr, d0, hd, vec, v[j]);
 #pragma unroll
-      for (int i = 0; i < NE; ++i) {
-        const int d = lane + 32 * i;
-        const bool in = d < hd;
-        s[j] = fmaf(q[i], in ? to_f(kr[d]) : 0.f, s[j]);
-        v[j][i] = in ? to_f(vr[d]) : 0.f;
-      }
+      for (int i = 0; i < NE; ++i) s[j] = fmaf(q[i], k[i], s[j]);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -137,10 +160,8 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
   }
   float* part = a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2);
 #pragma unroll
-  for (int i = 0; i < NE; ++i) {
-    const int d = lane + 32 * i;
-    if (d < hd) part[d] = acc[i];
-  }
+  for (int i = 0; i < NE; ++i)
+    if (d0 + i < hd) part[d0 + i] = acc[i];
   if (lane == 0) {
     part[hd] = m;
     part[hd + 1] = l;

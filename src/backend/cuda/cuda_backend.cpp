@@ -122,6 +122,9 @@ class CudaBackend final : public Backend {
   // Y = W X (or Y += W X): the tensor cores or the decode products, by shape.
   void product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
                const Int8Acts* acts, bool add = false);
+  // Several matrices reading the same input (q/k/v, gate/up): one launch when
+  // they share a format with an integer product and take the decode path.
+  void products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts);
   // xn_ = rmsnorm(x_ rows (rows ? rows[i] : i)) * w.
   const Int8Acts* norm(const int32_t* rows, int64_t n, const float* w, std::initializer_list<const DeviceMatrix*> readers);
   // g = act(g) * u, n rows of k.
@@ -366,6 +369,13 @@ void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, in
   else gemv(W, w_.iq, X, ldx, n, Y, ldy, stream_, acts, add);
 }
 
+void CudaBackend::products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts) {
+  bool fuse = acts != nullptr && outs.size() > 1 && has_int8_product(outs.begin()->W->type);
+  for (const Int8Out& o : outs) fuse = fuse && o.W->type == outs.begin()->W->type && !on_tensor_cores(*o.W, n);
+  if (fuse) return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
+  for (const Int8Out& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);
+}
+
 const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w,
                                   std::initializer_list<const DeviceMatrix*> readers) {
   const ModelDesc& d = model_.desc();
@@ -400,9 +410,7 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(nullptr, n_tok, L.attn_norm, {&L.wq, &L.wk, &L.wv});
   prof_.mark("qkv", stream_);
-  product(L.wq, xn_, H, n_tok, q_, QD, xq);
-  product(L.wk, xn_, H, n_tok, k_, KVD, xq);
-  product(L.wv, xn_, H, n_tok, v_, KVD, xq);
+  products({{&L.wq, q_, QD}, {&L.wk, k_, KVD}, {&L.wv, v_, KVD}}, xn_, H, n_tok, xq);
 
   const KvLayer kv = kv_layer(l);
   QkvArgs qa;
@@ -445,8 +453,7 @@ void CudaBackend::dense_ffn(int l, int64_t n_tok) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.ffn_gate, &L.ffn_up});
   prof_.mark("gate + up", stream_);
-  product(L.ffn_gate, xn_, H, n_tok, gate_, F, xq);
-  product(L.ffn_up, xn_, H, n_tok, up_, F, xq);
+  products({{&L.ffn_gate, gate_, F}, {&L.ffn_up, up_, F}}, xn_, H, n_tok, xq);
   prof_.mark("activation", stream_);
   const Int8Acts* hq = gate(gate_, up_, n_tok, F, L.ffn_down);
   prof_.mark("down", stream_);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <span>
 
 #include "backend/cuda/device_matrix.h"
 #include "backend/cuda/int8_acts.h"
@@ -30,6 +31,15 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
 // activation codes of quantize_int8_acts in 4-way integer dot products.
 bool has_int8_product(GgmlType t);
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add = false);
+// Several matrices of one format reading the same activations (q/k/v,
+// gate/up) in one launch: each output gets the bits gemv_int8 gives it alone.
+constexpr int kMaxFused = 3;
+struct Int8Out {
+  const DeviceMatrix* W;
+  float* Y;
+  int64_t ldy;
+};
+void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s);
 

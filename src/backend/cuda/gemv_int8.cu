@@ -211,13 +211,33 @@ struct Shape {
   static unsigned row_blocks(int64_t rows) { return unsigned((rows + Warps * Rows - 1) / (Warps * Rows)); }
 };
 
+// Up to kMaxFused matrices of one format reading the same activations, in one
+// launch: blocks [end[m - 1], end[m]) of the grid's x serve matrix m.
+struct Fused {
+  const uint8_t* W[kMaxFused];
+  size_t stride[kMaxFused];
+  int64_t rows[kMaxFused];
+  float* Y[kMaxFused];
+  int64_t ldy[kMaxFused];
+  unsigned end[kMaxFused];
+  int n;
+};
+
 // Tile blockIdx.y covers tokens [NT * y, NT * y + NT); tokens past n repeat the
-// last one and are not written.
+// last one and are not written. Each matrix's rows are computed exactly as in a
+// launch of their own.
 template <GgmlType T, int NT, class S>
-__global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kernel(const uint8_t* W, size_t stride, int64_t rows,
-                                                                  Int8Acts a, float* Y, int64_t ldy, bool add) {
+__global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kernel(Fused f, Int8Acts a, bool add) {
   constexpr int R = S::kRows;
-  const int64_t r0 = (int64_t(blockIdx.x) * S::kWarps + (threadIdx.x >> 5)) * R;
+  const unsigned bx = blockIdx.x;
+  const int m = f.n > 1 && bx >= f.end[0] ? (f.n > 2 && bx >= f.end[1] ? 2 : 1) : 0;  // selects, not an indexed load
+  const uint8_t* W = m == 0 ? f.W[0] : m == 1 ? f.W[1] : f.W[2];
+  const size_t stride = m == 0 ? f.stride[0] : m == 1 ? f.stride[1] : f.stride[2];
+  const int64_t rows = m == 0 ? f.rows[0] : m == 1 ? f.rows[1] : f.rows[2];
+  float* Y = m == 0 ? f.Y[0] : m == 1 ? f.Y[1] : f.Y[2];
+  const int64_t ldy = m == 0 ? f.ldy[0] : m == 1 ? f.ldy[1] : f.ldy[2];
+  const unsigned first = m == 0 ? 0u : m == 1 ? f.end[0] : f.end[1];
+  const int64_t r0 = (int64_t(bx - first) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   const int64_t t0 = int64_t(blockIdx.y) * NT;
   ActRow x[NT];
@@ -290,13 +310,34 @@ void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
 bool has_int8_product(GgmlType t) { return dispatch_int8(t, NoLaunch{}); }
 
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add) {
-  if (a.n <= 0) return;
-  check_acts(W, a);
+  const Int8Out out{&W, Y, ldy};
+  gemv_int8_fused({&out, 1}, a, s, add);
+}
+
+void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
+  if (a.n <= 0 || outs.empty()) return;
+  if (outs.size() > size_t(kMaxFused)) throw Error("CUDA backend: more int8 products in one launch than " + std::to_string(kMaxFused));
+  const GgmlType type = outs[0].W->type;
+  for (const Int8Out& o : outs) {
+    check_acts(*o.W, a);
+    if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
+  }
   auto launch = [&]<GgmlType T>() {
     auto with_shape = [&]<class S>() {
+      Fused f{};
+      f.n = int(outs.size());
+      unsigned blocks = 0;
+      for (int i = 0; i < f.n; ++i) {
+        const DeviceMatrix& W = *outs[size_t(i)].W;
+        f.W[i] = W.data;
+        f.stride[i] = W.row_stride;
+        f.rows[i] = W.rows;
+        f.Y[i] = outs[size_t(i)].Y;
+        f.ldy[i] = outs[size_t(i)].ldy;
+        f.end[i] = blocks += S::row_blocks(W.rows);
+      }
       auto go = [&]<int NT>() {
-        gemv_int8_kernel<T, NT, S><<<dim3(S::row_blocks(W.rows), unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(
-            W.data, W.row_stride, W.rows, a, Y, ldy, add);
+        gemv_int8_kernel<T, NT, S><<<dim3(blocks, unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(f, a, add);
       };
       if (a.n == 1) go.template operator()<1>();
       else if (a.n == 2) go.template operator()<2>();
@@ -308,7 +349,7 @@ void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, 
     if (a.n == 1) with_shape.template operator()<DefaultShape>();
     else with_shape.template operator()<BatchShape>();
   };
-  if (!dispatch_int8(W.type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
+  if (!dispatch_int8(type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
   EMBER_CUDA_LAUNCHED("gemv_int8");
 }
 
