@@ -21,6 +21,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
+#include "backend/cuda/moe.h"
 #include "engine/backend.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
@@ -307,6 +308,73 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
           EXPECT_EQ(0, std::memcmp(ya.data(), yf.data(), nf * 4))
               << type_name(type) << " matrix " << i << " n=" << n << (add ? " add" : "");
         }
+      }
+    }
+  }
+}
+
+// Items grouped by expert: every item once, in its expert's range, tiles of at
+// most kExpertTile that cover each expert's items; then the grouped products
+// give every item the bits of the per-item products (gate/up reading token
+// rows, x_div = K; down reading item rows, x_div = 1), including experts no
+// item chose and experts with more items than a tile.
+TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
+  std::mt19937 rng(17);
+  const int E = 7, K = 3;
+  const int64_t rows = 45, k = 512;
+  for (int64_t n_tok : {1, 5, 40}) {
+    const int64_t n_items = n_tok * K;
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < n_items; ++i) ids.push_back(int32_t(rng() % 5 == 0 ? 6 : rng() % 4));  // 4, 5 never chosen
+    const int64_t max_tiles = max_expert_tiles(n_items, E);
+    DeviceBuffer dids = upload(ids), dorder(size_t(n_items) * 4), dtiles(size_t(3 * max_tiles) * 4);
+    EMBER_CUDA_CHECK(cudaMemset(dorder.get(), 0xFF, dorder.bytes()));
+    EMBER_CUDA_CHECK(cudaMemset(dtiles.get(), 0x7F, dtiles.bytes()));
+    group_by_expert(dids.get<int32_t>(), n_items, E, dorder.get<int32_t>(), dtiles.get<int32_t>(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto order = download<int32_t>(dorder, size_t(n_items));
+    const auto tiles = download<int32_t>(dtiles, size_t(3 * max_tiles));
+    std::vector<int> seen(size_t(n_items), 0);
+    for (int64_t t = 0; t < max_tiles; ++t) {
+      const int32_t first = tiles[size_t(3 * t)], count = tiles[size_t(3 * t + 1)], e = tiles[size_t(3 * t + 2)];
+      if (count == 0) continue;
+      ASSERT_TRUE(count > 0 && count <= kExpertTile && first >= 0 && first + count <= n_items) << "tile " << t;
+      for (int j = 0; j < count; ++j) {
+        const int32_t item = order[size_t(first + j)];
+        ASSERT_TRUE(item >= 0 && item < n_items);
+        EXPECT_EQ(ids[size_t(item)], e) << "item " << item << " in a tile of expert " << e;
+        ++seen[size_t(item)];
+      }
+    }
+    for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
+
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+      std::vector<uint8_t> packed;
+      size_t stride = 0, per_expert = 0;
+      for (int e = 0; e < E; ++e) {
+        const HostMatrix m = random_matrix(type, rows, k, rng);
+        stride = m.stride;
+        per_expert = m.bytes.size();
+        packed.insert(packed.end(), m.bytes.begin(), m.bytes.end());
+      }
+      DeviceBuffer w = upload(packed);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, stride, per_expert};
+      for (const int x_div : {K, 1}) {
+        const int64_t n_x = n_items / x_div;
+        const std::vector<float> x = random_floats(n_x * k, rng);
+        DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n_x, k));
+        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_x, k, dq.get(), nullptr);
+        DeviceBuffer y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
+        EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
+        EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
+        gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, y1.get<float>(), rows, nullptr);
+        gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, y2.get<float>(), rows,
+                                  nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto a1 = download<float>(y1, size_t(n_items * rows)), a2 = download<float>(y2, size_t(n_items * rows));
+        for (float v : a2) ASSERT_TRUE(std::isfinite(v)) << "an item's output was never written";
+        EXPECT_EQ(0, std::memcmp(a1.data(), a2.data(), a1.size() * 4))
+            << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
       }
     }
   }

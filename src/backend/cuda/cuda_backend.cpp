@@ -41,12 +41,13 @@ constexpr int64_t kGemmMinTokens = 65;
 
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
-  size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out;
+  size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
                      // tokens (T each), flash tiles (2T), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
-  size_t ints() const { return meta_ints + moe_items; }  // the metadata, then the chosen experts
+  // The metadata, then the chosen experts, the items in expert order and their tiles.
+  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles; }
 };
 
 ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
@@ -67,6 +68,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
     s.moe_items = T * size_t(d.n_experts_used);
     s.moe_ffn = s.moe_items * size_t(d.expert_ffn);
     s.moe_out = s.moe_items * size_t(d.hidden);
+    s.moe_tiles = size_t(max_expert_tiles(int64_t(s.moe_items), d.n_experts));
   }
   return s;
 }
@@ -109,6 +111,9 @@ class CudaBackend final : public Backend {
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
   void moe_ffn(int l, int64_t n_tok);
+  // Whether a step's expert products take the grouped path: integer products
+  // for all three expert matrices, and at least kGroupedItemsPerExpert items per expert on average.
+  bool grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const;
   // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
   // read an input has an integer product, once per input, fused with the
   // kernel that makes the input where there is one; else these return nullptr
@@ -158,7 +163,8 @@ class CudaBackend final : public Backend {
   // Views into the scratch.
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
-  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_;
+  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_, *moe_order_,
+      *moe_tiles_;
   StepIndex ix_;
 };
 
@@ -194,6 +200,8 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
   split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T; tables_ = ip + 8 * T;
   moe_ids_ = ip + sz_.meta_ints;
+  moe_order_ = moe_ids_ + sz_.moe_items;
+  moe_tiles_ = moe_order_ + sz_.moe_items;
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   host_ids_ = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
@@ -463,6 +471,16 @@ void CudaBackend::dense_ffn(int l, int64_t n_tok) {
   if (!into_x) add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }
 
+// Items per expert, on average, from which grouping pays: below it most tiles
+// hold one item and the grouping kernel is pure cost.
+constexpr int64_t kGroupedItemsPerExpert = 2;
+
+bool CudaBackend::grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const {
+  const GgmlType t = L.gate_exps.type;
+  return xq && has_int8_product(t) && L.up_exps.type == t && L.down_exps.type == t &&
+         n_items >= kGroupedItemsPerExpert * model_.desc().n_experts && wants_int8({&L.down_exps}, n_items);
+}
+
 void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const DeviceLayer& L = w_.layers[size_t(l)];
@@ -474,10 +492,22 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
   prof_.mark("experts", stream_);
   // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.
-  gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_gate_, EF, stream_, xq);
-  gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_tok * K, moe_up_, EF, stream_, xq);
-  const Int8Acts* hq = gate(moe_gate_, moe_up_, n_tok * K, EF, L.down_exps);
-  gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_tok * K, moe_out_, H, stream_, hq);
+  const int64_t n_items = n_tok * K;
+  // Many items per expert (prefill, large batches): grouped by expert, each
+  // expert's rows read once per tile of items, with the same bits per item.
+  const bool grouped = grouped_experts(L, n_items, xq);
+  const int64_t tiles = grouped ? max_expert_tiles(n_items, int(E)) : 0;
+  if (grouped) {
+    group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
+    gemv_int8_experts_grouped(L.gate_exps, moe_order_, moe_tiles_, tiles, *xq, int(K), moe_gate_, EF, stream_);
+    gemv_int8_experts_grouped(L.up_exps, moe_order_, moe_tiles_, tiles, *xq, int(K), moe_up_, EF, stream_);
+  } else {
+    gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_gate_, EF, stream_, xq);
+    gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_up_, EF, stream_, xq);
+  }
+  const Int8Acts* hq = gate(moe_gate_, moe_up_, n_items, EF, L.down_exps);
+  if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
+  else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq);
   combine_experts(moe_out_, moe_w_, int(K), n_tok, H, proj_, stream_);
   prof_.mark("residual", stream_);
   add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);

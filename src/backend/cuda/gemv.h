@@ -43,6 +43,15 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s);
 
+// The same products with the items grouped by expert (moe.h group_by_expert):
+// each block multiplies one tile of up to kExpertTile items of one expert, so
+// the expert's weights are read once per tile instead of once per item. Every
+// item gets the bits gemv_int8_experts gives it. `tiles` holds max_tiles
+// (first, count, expert) triples into `order` (item ids); tiles of count 0 are skipped.
+constexpr int kExpertTile = 8;
+void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
+                               const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s);
+
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
                  cudaStream_t s);

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemv.h"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -100,7 +102,59 @@ __global__ void combine_kernel(const float* y, const float* w, int K, int64_t n_
   }
 }
 
+constexpr int kGroupThreads = 1024;
+
+__global__ void __launch_bounds__(kGroupThreads) group_kernel(const int32_t* ids, int64_t n_items, int E, int tile,
+                                                              int64_t max_tiles, int32_t* order, int32_t* tiles) {
+  __shared__ int count[kMaxExperts], start[kMaxExperts], first_tile[kMaxExperts];
+  for (int e = threadIdx.x; e < E; e += kGroupThreads) count[e] = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n_items; i += kGroupThreads) atomicAdd(&count[ids[i]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {  // at most 512 experts: a serial scan is short
+    int s = 0, t = 0;
+    for (int e = 0; e < E; ++e) {
+      start[e] = s;
+      first_tile[e] = t;
+      s += count[e];
+      t += (count[e] + tile - 1) / tile;
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += kGroupThreads)
+    for (int j = 0; j * tile < count[e]; ++j) {
+      int32_t* tr = tiles + 3 * int64_t(first_tile[e] + j);
+      tr[0] = start[e] + j * tile;
+      tr[1] = min(tile, count[e] - j * tile);
+      tr[2] = e;
+    }
+  // The unused tiles: count 0.
+  const int used = first_tile[E - 1] + (count[E - 1] + tile - 1) / tile;
+  for (int64_t t = used + threadIdx.x; t < max_tiles; t += kGroupThreads) tiles[3 * t + 1] = 0;
+  __syncthreads();
+  // Scatter: a slot per item within its expert's range (count is reused as the cursor).
+  for (int e = threadIdx.x; e < E; e += kGroupThreads) count[e] = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < n_items; i += kGroupThreads) {
+    const int e = ids[i];
+    order[start[e] + atomicAdd(&count[e], 1)] = int32_t(i);
+  }
+}
+
 }  // namespace
+
+int64_t max_expert_tiles(int64_t n_items, int n_experts) {
+  // Each expert's last tile may be partial: at most one more tile per expert than the items fill.
+  return (n_items + kExpertTile - 1) / kExpertTile + std::min<int64_t>(n_items, n_experts);
+}
+
+void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s) {
+  if (n_experts > kMaxExperts) throw Error("CUDA backend: at most 512 experts");
+  if (n_items <= 0) return;
+  group_kernel<<<1, kGroupThreads, 0, s>>>(ids, n_items, n_experts, kExpertTile, max_expert_tiles(n_items, n_experts),
+                                           order, tiles);
+  EMBER_CUDA_LAUNCHED("group_by_expert");
+}
 
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {
   if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
