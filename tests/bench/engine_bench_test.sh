@@ -9,7 +9,7 @@ model="${EMBER_SHARED_DIR:-$src/../shared}/testdata/peer-gguf-qwen3/qwen3-tiny-Q
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$bench" --model "$model" --backend cpu --threads 2 --batch 1,3 --prompt 24,70 --decode 6 --rounds 1 \
+"$bench" --model "$model" --backend cpu --threads 1 --batch 1,3 --prompt 24,70 --decode 32 --rounds 1 \
   --doc 40 --step 32 --json "$work/out.json" >"$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }
 
 node - "$work/out.json" <<'JS'
