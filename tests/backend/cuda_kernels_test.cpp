@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cuda/argmax.h"
@@ -317,7 +318,9 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
 // most kExpertTile that cover each expert's items; then the grouped products
 // give every item the bits of the per-item products (gate/up reading token
 // rows, x_div = K; down reading item rows, x_div = 1), including experts no
-// item chose and experts with more items than a tile.
+// item chose and experts with more items than a tile; and paired with a second
+// tensor in one launch (gate and up), grouped or not, each output the bits of
+// its own launch.
 TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
   std::mt19937 rng(17);
   const int E = 7, K = 3;
@@ -349,16 +352,17 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
     for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
-      std::vector<uint8_t> packed;
+      std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
-      for (int e = 0; e < E; ++e) {
+      for (int e = 0; e < 2 * E; ++e) {
         const HostMatrix m = random_matrix(type, rows, k, rng);
         stride = m.stride;
         per_expert = m.bytes.size();
-        packed.insert(packed.end(), m.bytes.begin(), m.bytes.end());
+        (e < E ? packed : packed2).insert((e < E ? packed : packed2).end(), m.bytes.begin(), m.bytes.end());
       }
-      DeviceBuffer w = upload(packed);
+      DeviceBuffer w = upload(packed), w2 = upload(packed2);
       const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, stride, per_expert};
+      const DeviceMatrix dm2{type, w2.get<uint8_t>(), k, rows, stride, per_expert};
       for (const int x_div : {K, 1}) {
         const int64_t n_x = n_items / x_div;
         const std::vector<float> x = random_floats(n_x * k, rng);
@@ -375,6 +379,24 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         for (float v : a2) ASSERT_TRUE(std::isfinite(v)) << "an item's output was never written";
         EXPECT_EQ(0, std::memcmp(a1.data(), a2.data(), a1.size() * 4))
             << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
+
+        // Paired with the second tensor in one launch, grouped or not: each output is the bits of its own launch.
+        const size_t n_out = size_t(n_items * rows);
+        DeviceBuffer solo2(n_out * 4), p1(n_out * 4), p2(n_out * 4), g1(n_out * 4), g2(n_out * 4);
+        for (DeviceBuffer* b : {&solo2, &p1, &p2, &g1, &g2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+        gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, solo2.get<float>(), rows, nullptr);
+        const Int8Out pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
+        gemv_int8_experts(pair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
+        const Int8Out gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
+        gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto s2 = download<float>(solo2, n_out);
+        EXPECT_NE(0, std::memcmp(a1.data(), s2.data(), n_out * 4)) << "the two tensors must differ";
+        for (const auto& [got, want, what] : {std::tuple{&p1, &a1, "paired first"}, std::tuple{&p2, &s2, "paired second"},
+                                              std::tuple{&g1, &a1, "grouped pair first"},
+                                              std::tuple{&g2, &s2, "grouped pair second"}})
+          EXPECT_EQ(0, std::memcmp(download<float>(*got, n_out).data(), want->data(), n_out * 4))
+              << what << " " << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/argmax.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/launch.cuh"
 #include "engine/backend.h"
 
 namespace ember::cuda {
@@ -24,6 +25,7 @@ __device__ __forceinline__ Best better(Best a, Best b) { return (b.v > a.v || (b
 __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* logits, int64_t ld, int n, int32_t* ids) {
   __shared__ Best warp_best[kThreads / 32];
   __shared__ int warp_bad[kThreads / 32];
+  begin_kernel();
   const float* row = logits + int64_t(blockIdx.x) * ld;
   Best b{-INFINITY, INT_MAX};
   bool bad = false;
@@ -53,8 +55,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* logits, i
 
 void argmax_rows(const float* logits, int64_t ld, int64_t n_rows, int n, int32_t* ids, cudaStream_t s) {
   if (n_rows <= 0) return;
-  argmax_kernel<<<unsigned(n_rows), kThreads, 0, s>>>(logits, ld, n, ids);
-  EMBER_CUDA_LAUNCHED("argmax");
+  launch(argmax_kernel, unsigned(n_rows), kThreads, 0, s, logits, ld, n, ids);
 }
 
 }  // namespace ember::cuda

@@ -11,6 +11,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kv_access.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
@@ -25,6 +26,7 @@ template <class E>
 __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, StepIndex ix, KvLayer kv) {
   __shared__ float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
   __shared__ float head[kPostWarps][kMaxHeadDim];
+  begin_kernel();
   const int64_t t = blockIdx.x;
   const int hd = a.head_dim, half = hd / 2, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t pos = ix.pos[t];
@@ -102,6 +104,7 @@ __device__ __forceinline__ void load_kv_elems(const E* row, int d0, int hd, bool
 template <class E, int NE>
 __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
   constexpr int G = NE <= 4 ? 8 : 4;  // positions whose keys and values are loaded together
+  begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   const int g = blockIdx.y, z = blockIdx.z;
   const int group = a.n_heads / a.n_kv_heads;
@@ -178,6 +181,7 @@ constexpr int kMergeThreads = 128;
 __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_t t0) {
   __shared__ float weight[kAttentionMaxSplits];
   __shared__ float den;
+  begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   const int h = blockIdx.y, hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
   const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(n) * (hd + 2);
@@ -218,8 +222,7 @@ void with_kv_type(KvType t, F&& f) {
 
 void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   if (a.head_dim > kMaxHeadDim || a.head_dim % 2) throw Error("CUDA backend: head_dim must be even and at most 256");
-  with_kv_type(kv.type, [&]<class E>() { qkv_post_kernel<E><<<unsigned(n_tok), kPostWarps * 32, 0, s>>>(a, ix, kv); });
-  EMBER_CUDA_LAUNCHED("qkv_post");
+  with_kv_type(kv.type, [&]<class E>() { launch(qkv_post_kernel<E>, unsigned(n_tok), kPostWarps * 32, 0, s, a, ix, kv); });
 }
 
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
@@ -231,14 +234,13 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
     const dim3 grid(nt, unsigned(a.n_kv_heads), unsigned(a.n_splits));
     with_kv_type(kv.type, [&]<class E>() {
-      if (a.head_dim <= 32) attention_kernel<E, 1><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
-      else if (a.head_dim <= 64) attention_kernel<E, 2><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
-      else if (a.head_dim <= 128) attention_kernel<E, 4><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
-      else attention_kernel<E, 8><<<grid, group * 32, 0, s>>>(a, ix, kv, t0);
+      const dim3 block(unsigned(group * 32));
+      if (a.head_dim <= 32) launch(attention_kernel<E, 1>, grid, block, 0, s, a, ix, kv, t0);
+      else if (a.head_dim <= 64) launch(attention_kernel<E, 2>, grid, block, 0, s, a, ix, kv, t0);
+      else if (a.head_dim <= 128) launch(attention_kernel<E, 4>, grid, block, 0, s, a, ix, kv, t0);
+      else launch(attention_kernel<E, 8>, grid, block, 0, s, a, ix, kv, t0);
     });
-    EMBER_CUDA_LAUNCHED("attention");
-    merge_kernel<<<dim3(nt, unsigned(a.n_heads)), kMergeThreads, 0, s>>>(a, t0);
-    EMBER_CUDA_LAUNCHED("attention merge");
+    launch(merge_kernel, dim3(nt, unsigned(a.n_heads)), kMergeThreads, 0, s, a, t0);
   }
 }
 

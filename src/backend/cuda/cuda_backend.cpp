@@ -497,10 +497,14 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   // expert's rows read once per tile of items, with the same bits per item.
   const bool grouped = grouped_experts(L, n_items, xq);
   const int64_t tiles = grouped ? max_expert_tiles(n_items, int(E)) : 0;
+  // Gate and up read the same items: one launch for both where the int8 product serves them.
+  const Int8Out gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
+  const bool paired = xq && has_int8_product(L.gate_exps.type) && L.up_exps.type == L.gate_exps.type;
   if (grouped) {
     group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
-    gemv_int8_experts_grouped(L.gate_exps, moe_order_, moe_tiles_, tiles, *xq, int(K), moe_gate_, EF, stream_);
-    gemv_int8_experts_grouped(L.up_exps, moe_order_, moe_tiles_, tiles, *xq, int(K), moe_up_, EF, stream_);
+    gemv_int8_experts_grouped(gate_up, moe_order_, moe_tiles_, tiles, *xq, int(K), stream_);
+  } else if (paired) {
+    gemv_int8_experts(gate_up, moe_ids_, *xq, int(K), n_items, stream_);
   } else {
     gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_gate_, EF, stream_, xq);
     gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_up_, EF, stream_, xq);
@@ -508,9 +512,11 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const Int8Acts* hq = gate(moe_gate_, moe_up_, n_items, EF, L.down_exps);
   if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
   else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq);
-  combine_experts(moe_out_, moe_w_, int(K), n_tok, H, proj_, stream_);
+  // Without a post-norm the weighted sum adds itself onto the residual stream.
+  const bool into_x = L.post_ffn_norm == nullptr;
+  combine_experts(moe_out_, moe_w_, int(K), n_tok, H, into_x ? x_ : proj_, stream_, into_x);
   prof_.mark("residual", stream_);
-  add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
+  if (!into_x) add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }
 
 void CudaBackend::copy_kv_block(int src, int dst, int n_positions) {

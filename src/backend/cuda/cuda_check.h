@@ -1,5 +1,6 @@
-// Every CUDA runtime call and kernel launch of the backend goes through these:
-// a failure becomes an ember::Error naming the call, never a silent bad result.
+// Every CUDA runtime call of the backend goes through EMBER_CUDA_CHECK (and
+// every kernel launch through launch() in launch.cuh, which uses it): a failure
+// becomes an ember::Error naming the call, never a silent bad result.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -21,6 +22,3 @@ namespace ember::cuda {
     const cudaError_t ember_cuda_err_ = (call);                                  \
     if (ember_cuda_err_ != cudaSuccess) ::ember::cuda::fail(ember_cuda_err_, #call, __FILE__, __LINE__); \
   } while (0)
-
-// After a <<<...>>> launch: a bad configuration shows up here, at once.
-#define EMBER_CUDA_LAUNCHED(name) EMBER_CUDA_CHECK(cudaGetLastError())

@@ -15,6 +15,7 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kv_access.cuh"
+#include "backend/cuda/launch.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -86,6 +87,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash_kernel(AttnArgs a, StepInde
   E* Qs = reinterpret_cast<E*>(smem);
   E* Ks = Qs + kFlashRows * S;
   E* Vs = Ks + 2 * BKV * S;
+  begin_kernel();
 
   const int h = blockIdx.x;
   const int tile = n_tiles - 1 - int(blockIdx.y);  // a sequence's last tiles see the most positions: start them first
@@ -249,22 +251,21 @@ __global__ void __launch_bounds__(kWarps * 32) flash_kernel(AttnArgs a, StepInde
 }
 
 template <class E, int HD, int BKV>
-void launch(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, const int32_t* tiles, int n_tiles, cudaStream_t s) {
+void launch_flash(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, const int32_t* tiles, int n_tiles, cudaStream_t s) {
   constexpr size_t smem = flash_smem_bytes<HD, BKV>();
   // Above 48 KB of dynamic shared memory a kernel must opt in, once per process.
   static const cudaError_t opted =
       cudaFuncSetAttribute(flash_kernel<E, HD, BKV>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   EMBER_CUDA_CHECK(opted);
-  flash_kernel<E, HD, BKV><<<dim3(unsigned(a.n_heads), unsigned(n_tiles)), kWarps * 32, smem, s>>>(a, ix, kv, tiles, n_tiles);
-  EMBER_CUDA_LAUNCHED("flash attention");
+  launch(flash_kernel<E, HD, BKV>, dim3(unsigned(a.n_heads), unsigned(n_tiles)), kWarps * 32, smem, s, a, ix, kv, tiles, n_tiles);
 }
 
 template <class E>
 void launch_for_head_dim(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, const int32_t* tiles, int n_tiles,
                          cudaStream_t s) {
-  if (a.head_dim <= 64) launch<E, 64, 64>(a, ix, kv, tiles, n_tiles, s);
-  else if (a.head_dim <= 128) launch<E, 128, 64>(a, ix, kv, tiles, n_tiles, s);
-  else launch<E, 256, 32>(a, ix, kv, tiles, n_tiles, s);  // half the positions per tile: the accumulators double
+  if (a.head_dim <= 64) launch_flash<E, 64, 64>(a, ix, kv, tiles, n_tiles, s);
+  else if (a.head_dim <= 128) launch_flash<E, 128, 64>(a, ix, kv, tiles, n_tiles, s);
+  else launch_flash<E, 256, 32>(a, ix, kv, tiles, n_tiles, s);  // half the positions per tile: the accumulators double
 }
 
 }  // namespace

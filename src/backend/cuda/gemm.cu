@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -27,6 +28,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 template <GgmlType T>
 __global__ void decode_to_bf16(const uint8_t* W, size_t stride, int64_t rows, int64_t k, IqTables tab,
                                __nv_bfloat16* out) {
+  begin_kernel();
   const int64_t chunks = k / 32;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= rows * chunks) return;
@@ -43,6 +45,7 @@ __global__ void decode_to_bf16(const uint8_t* W, size_t stride, int64_t rows, in
 }
 
 __global__ void round_to_bf16(const float* X, int64_t ldx, int64_t n, int64_t k, __nv_bfloat16* out) {
+  begin_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n * k) return;
   const int64_t t = i / k, j = i % k;
@@ -73,13 +76,11 @@ void TensorCoreGemm::run(const DeviceMatrix& W, const IqTables& tab, const float
   auto* wb = weights_.get<__nv_bfloat16>();
   auto* xb = acts_.get<__nv_bfloat16>();
   const int64_t chunks = W.rows * (W.k / 32);
-  auto launch = [&]<GgmlType T>() {
-    decode_to_bf16<T><<<unsigned((chunks + 127) / 128), 128, 0, stream_>>>(W.data, W.row_stride, W.rows, W.k, tab, wb);
+  auto decode = [&]<GgmlType T>() {
+    launch(decode_to_bf16<T>, unsigned((chunks + 127) / 128), 128, 0, stream_, W.data, W.row_stride, W.rows, W.k, tab, wb);
   };
-  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("decode_to_bf16");
-  round_to_bf16<<<unsigned((n * W.k + 255) / 256), 256, 0, stream_>>>(X, ldx, n, W.k, xb);
-  EMBER_CUDA_LAUNCHED("round_to_bf16");
+  if (!dispatch_format(W.type, decode)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
+  launch(round_to_bf16, unsigned((n * W.k + 255) / 256), 256, 0, stream_, X, ldx, n, W.k, xb);
   // Row-major W [rows][k] is column-major k x rows: Y^T (rows x n, ldy) = W^T-of-that times X^T.
   const float alpha = 1.f, beta = add ? 1.f : 0.f;
   check_cublas(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(W.rows), int(n), int(W.k), &alpha, wb, CUDA_R_16BF,

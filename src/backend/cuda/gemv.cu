@@ -3,6 +3,7 @@
 // in registers and multiplied with up to kMaxTile activation rows.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -73,6 +74,7 @@ template <GgmlType T, int NT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k,
                                                           IqTables tab, const float* X, int64_t ldx, int64_t n,
                                                           float* Y, int64_t ldy, bool add) {
+  begin_kernel();
   constexpr int R = rows_per_warp<NT>();
   const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
@@ -99,6 +101,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_experts_kernel(const uint8_t
                                                                   int64_t rows, int64_t k, IqTables tab,
                                                                   const int32_t* ids, const float* X, int64_t ldx,
                                                                   int x_div, float* Y, int64_t ldy) {
+  begin_kernel();
   constexpr int R = rows_per_warp<1>();
   const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
@@ -116,6 +119,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_experts_kernel(const uint8_t
 template <GgmlType T>
 __global__ void gather_kernel(const uint8_t* W, size_t stride, int64_t k, IqTables tab, const int32_t* ids, float scale,
                               float* Y) {
+  begin_kernel();
   const int64_t t = blockIdx.x;
   const uint8_t* row = W + size_t(ids[t]) * stride;
   for (int64_t c = threadIdx.x; c < k / 32; c += blockDim.x) {
@@ -140,20 +144,19 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
     return gemv_int8(W, *acts, Y, ldy, s, add);
   }
-  auto launch = [&]<GgmlType T>() {
+  auto with_format = [&]<GgmlType T>() {
     auto go = [&]<int NT>() {
       const int64_t per_block = kWarps * rows_per_warp<NT>();
       const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
-      gemv_kernel<T, NT><<<dim3(blocks, unsigned((n + NT - 1) / NT)), kWarps * 32, 0, s>>>(
-          W.data, W.row_stride, W.rows, W.k, tab, X, ldx, n, Y, ldy, add);
+      launch(gemv_kernel<T, NT>, dim3(blocks, unsigned((n + NT - 1) / NT)), kWarps * 32, 0, s, W.data, W.row_stride,
+             W.rows, W.k, tab, X, ldx, n, Y, ldy, add);
     };
     if (n == 1) go.template operator()<1>();
     else if (n == 2) go.template operator()<2>();
     else if (n <= 4) go.template operator()<4>();
     else go.template operator()<kMaxTile>();
   };
-  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("gemv");
+  if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
 }
 
 void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
@@ -163,23 +166,21 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
   if (acts && has_int8_product(W.type)) return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s);
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
-  auto launch = [&]<GgmlType T>() {
-    gemv_experts_kernel<T><<<dim3(blocks, unsigned(n_items)), kWarps * 32, 0, s>>>(
-        W.data, W.row_stride, W.expert_stride, W.rows, W.k, tab, ids, X, ldx, x_div, Y, ldy);
+  auto with_format = [&]<GgmlType T>() {
+    launch(gemv_experts_kernel<T>, dim3(blocks, unsigned(n_items)), kWarps * 32, 0, s, W.data, W.row_stride,
+           W.expert_stride, W.rows, W.k, tab, ids, X, ldx, x_div, Y, ldy);
   };
-  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("gemv_experts");
+  if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
 }
 
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
                  cudaStream_t s) {
   if (n <= 0) return;
   check_shape(W);
-  auto launch = [&]<GgmlType T>() {
-    gather_kernel<T><<<unsigned(n), 128, 0, s>>>(W.data, W.row_stride, W.k, tab, ids, scale, Y);
+  auto with_format = [&]<GgmlType T>() {
+    launch(gather_kernel<T>, unsigned(n), 128, 0, s, W.data, W.row_stride, W.k, tab, ids, scale, Y);
   };
-  if (!dispatch_format(W.type, launch)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("gather_rows");
+  if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
 }
 
 namespace {

@@ -42,6 +42,10 @@ struct Int8Out {
 void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s);
+// Two expert tensors of one format and shape reading the same items (gate and
+// up) in one launch, each output the bits of its own launch (also one tensor).
+void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
+                       cudaStream_t s);
 
 // The same products with the items grouped by expert (moe.h group_by_expert):
 // each block multiplies one tile of up to kExpertTile items of one expert, so
@@ -51,6 +55,8 @@ void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts
 constexpr int kExpertTile = 8;
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
                                const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s);
+void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
+                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,

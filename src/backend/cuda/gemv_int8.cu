@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
@@ -161,9 +162,11 @@ struct Int8Format<GgmlType::Q6_K> {
 // written) against NT activation rows; acc[r][t] ends in every lane. Each lane
 // loads U pieces of every row before multiplying any, so that many loads are in
 // flight per lane; the sums still run piece after piece in index order.
+// With await_inputs the activations are not ready yet (launch.cuh): the first
+// weights are loaded, then the lane waits for the kernel before this one.
 template <GgmlType T, int NT, int R, int U>
 __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_t row0, int64_t rows, int64_t blocks,
-                                         const ActRow (&x)[NT], float (&acc)[R][NT]) {
+                                         const ActRow (&x)[NT], float (&acc)[R][NT], bool await_inputs) {
   using F = Int8Format<T>;
   const int lane = threadIdx.x & 31;
   const uint8_t* row[R];
@@ -183,6 +186,10 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
 #pragma unroll
         for (int r = 0; r < R; ++r) F::fetch(row[r], p / F::kPieces, int(p % F::kPieces), raw[u][r]);
     }
+    if (await_inputs) {
+      begin_kernel();
+      await_inputs = false;
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int64_t p = p0 + 32 * u;
@@ -197,6 +204,7 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
       }
     }
   }
+  if (await_inputs) begin_kernel();  // a lane without pieces
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -244,7 +252,7 @@ __global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kerne
 #pragma unroll
   for (int t = 0; t < NT; ++t) x[t] = act_row(a, min(t0 + t, a.n - 1));
   float acc[R][NT];
-  rows_dot<T, NT, R, S::kUnroll>(W, stride, r0, rows, a.k / 256, x, acc);
+  rows_dot<T, NT, R, S::kUnroll>(W, stride, r0, rows, a.k / 256, x, acc, true);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -257,18 +265,31 @@ __global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kerne
   }
 }
 
+// One or two expert tensors of the same shape (gate and up) whose items read
+// the same activations, in one launch: blocks [0, blocks0) of the grid's x
+// serve W[0], the rest W[1], each exactly as in a launch of its own.
+struct ExpertPair {
+  const uint8_t* W[2];
+  float* Y[2];
+  unsigned blocks0;
+};
+
 template <GgmlType T, class S>
-__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(const uint8_t* W, size_t stride,
+__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(ExpertPair m, size_t stride,
                                                                           size_t expert_stride, int64_t rows,
                                                                           const int32_t* ids, Int8Acts a, int x_div,
-                                                                          float* Y, int64_t ldy) {
+                                                                          int64_t ldy) {
   constexpr int R = S::kRows;
-  const int64_t r0 = (int64_t(blockIdx.x) * S::kWarps + (threadIdx.x >> 5)) * R;
+  begin_kernel();  // the expert ids come from the kernel before
+  const bool second = blockIdx.x >= m.blocks0;
+  const uint8_t* W = second ? m.W[1] : m.W[0];
+  float* Y = second ? m.Y[1] : m.Y[0];
+  const int64_t r0 = (int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   const int64_t item = blockIdx.y;
   const ActRow x[1] = {act_row(a, item / x_div)};
   float acc[R][1];
-  rows_dot<T, 1, R, S::kUnroll>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, a.k / 256, x, acc);
+  rows_dot<T, 1, R, S::kUnroll>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, a.k / 256, x, acc, false);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -281,15 +302,19 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(const
 // gemv_int8_experts_kernel. Items past the tile's count repeat its last item
 // and are not written.
 template <GgmlType T, class S>
-__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_grouped_kernel(const uint8_t* W, size_t stride,
+__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_grouped_kernel(ExpertPair m, size_t stride,
                                                                           size_t expert_stride, int64_t rows,
                                                                           const int32_t* order, const int32_t* tiles,
-                                                                          Int8Acts a, int x_div, float* Y, int64_t ldy) {
+                                                                          Int8Acts a, int x_div, int64_t ldy) {
   constexpr int R = S::kRows, NT = kExpertTile;
+  begin_kernel();  // the tiles come from the kernel before
   const int32_t* tile = tiles + 3 * int64_t(blockIdx.y);
   const int count = tile[1];
   if (count == 0) return;
-  const int64_t r0 = (int64_t(blockIdx.x) * S::kWarps + (threadIdx.x >> 5)) * R;
+  const bool second = blockIdx.x >= m.blocks0;
+  const uint8_t* W = second ? m.W[1] : m.W[0];
+  float* Y = second ? m.Y[1] : m.Y[0];
+  const int64_t r0 = (int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   int64_t item[NT];
   ActRow x[NT];
@@ -299,7 +324,7 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_grouped_kernel(const
     x[t] = act_row(a, item[t] / x_div);
   }
   float acc[R][NT];
-  rows_dot<T, NT, R, S::kUnroll>(W + size_t(tile[2]) * expert_stride, stride, r0, rows, a.k / 256, x, acc);
+  rows_dot<T, NT, R, S::kUnroll>(W + size_t(tile[2]) * expert_stride, stride, r0, rows, a.k / 256, x, acc, false);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -337,6 +362,19 @@ void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
     throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
 }
 
+// The pair for one launch: the tensors must match in format and every dimension, and their outputs in ldy.
+template <class S>
+ExpertPair expert_pair(std::span<const Int8Out> outs, const Int8Acts& a) {
+  if (outs.empty() || outs.size() > 2) throw Error("CUDA backend: one or two expert tensors per launch");
+  const Int8Out& o0 = outs[0];
+  const Int8Out& o1 = outs.back();
+  const DeviceMatrix &W0 = *o0.W, &W1 = *o1.W;
+  if (W1.type != W0.type || W1.rows != W0.rows || W1.k != W0.k || W1.row_stride != W0.row_stride ||
+      W1.expert_stride != W0.expert_stride || o1.ldy != o0.ldy)
+    throw Error("CUDA backend: expert tensors paired in one launch must share format and shape");
+  check_acts(W0, a);
+  return ExpertPair{{W0.data, W1.data}, {o0.Y, o1.Y}, S::row_blocks(W0.rows)};
+}
 
 }  // namespace
 
@@ -355,7 +393,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
-  auto launch = [&]<GgmlType T>() {
+  auto with_format = [&]<GgmlType T>() {
     auto with_shape = [&]<class S>() {
       Fused f{};
       f.n = int(outs.size());
@@ -370,7 +408,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
         f.end[i] = blocks += S::row_blocks(W.rows);
       }
       auto go = [&]<int NT>() {
-        gemv_int8_kernel<T, NT, S><<<dim3(blocks, unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s>>>(f, a, add);
+        launch(gemv_int8_kernel<T, NT, S>, dim3(blocks, unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s, f, a, add);
       };
       if (a.n == 1) go.template operator()<1>();
       else if (a.n == 2) go.template operator()<2>();
@@ -382,35 +420,46 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     if (a.n == 1) with_shape.template operator()<DefaultShape>();
     else with_shape.template operator()<BatchShape>();
   };
-  if (!dispatch_int8(type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
-  EMBER_CUDA_LAUNCHED("gemv_int8");
+  if (!dispatch_int8(type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
+}
+
+void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
+                       cudaStream_t s) {
+  if (n_items <= 0) return;
+  using S = DefaultShape;
+  const ExpertPair m = expert_pair<S>(outs, a);
+  const DeviceMatrix& W = *outs[0].W;
+  auto with_format = [&]<GgmlType T>() {
+    launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_items)), S::kWarps * 32, 0,
+           s, m, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy);
+  };
+  if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
 }
 
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s) {
-  if (n_items <= 0) return;
-  check_acts(W, a);
-  using S = DefaultShape;
-  auto launch = [&]<GgmlType T>() {
-    gemv_int8_experts_kernel<T, S><<<dim3(S::row_blocks(W.rows), unsigned(n_items)), S::kWarps * 32, 0, s>>>(
-        W.data, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, Y, ldy);
+  const Int8Out out{&W, Y, ldy};
+  gemv_int8_experts({&out, 1}, ids, a, x_div, n_items, s);
+}
+
+void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
+                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
+  if (max_tiles <= 0) return;
+  if (max_tiles > 65535) throw Error("CUDA backend: more expert tiles in one step than a grid holds");
+  using S = BatchShape;
+  const ExpertPair m = expert_pair<S>(outs, a);
+  const DeviceMatrix& W = *outs[0].W;
+  auto with_format = [&]<GgmlType T>() {
+    launch(gemv_int8_grouped_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(max_tiles)), S::kWarps * 32,
+           0, s, m, W.row_stride, W.expert_stride, W.rows, order, tiles, a, x_div, outs[0].ldy);
   };
-  if (!dispatch_int8(W.type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("gemv_int8_experts");
+  if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
 }
 
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
                                const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s) {
-  if (max_tiles <= 0) return;
-  if (max_tiles > 65535) throw Error("CUDA backend: more expert tiles in one step than a grid holds");
-  check_acts(W, a);
-  using S = BatchShape;
-  auto launch = [&]<GgmlType T>() {
-    gemv_int8_grouped_kernel<T, S><<<dim3(S::row_blocks(W.rows), unsigned(max_tiles)), S::kWarps * 32, 0, s>>>(
-        W.data, W.row_stride, W.expert_stride, W.rows, order, tiles, a, x_div, Y, ldy);
-  };
-  if (!dispatch_int8(W.type, launch)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
-  EMBER_CUDA_LAUNCHED("gemv_int8_experts_grouped");
+  const Int8Out out{&W, Y, ldy};
+  gemv_int8_experts_grouped({&out, 1}, order, tiles, max_tiles, a, x_div, s);
 }
 
 }  // namespace ember::cuda

@@ -1,6 +1,7 @@
 // Rounding activations to int8: one warp per 256-element block, each lane 8 elements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/int8_acts.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/row_ops.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -62,6 +63,7 @@ __device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int6
 
 // One warp per block of 256 elements.
 __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int64_t ldx, Int8Acts a) {
+  begin_kernel();
   const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   const int64_t per_row = a.k / kInt8Block;
   if (b >= a.n * per_row) return;
@@ -78,6 +80,7 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
 constexpr int kNormWarps = 8;
 __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const float* x, const int32_t* rows,
                                                                        const float* w, float eps, float* y, Int8Acts a) {
+  begin_kernel();
   const int64_t i = blockIdx.x;
   const float* xr = x + (rows ? int64_t(rows[i]) : i) * a.k;
   const float inv = row_inv_rms<kNormWarps * 32>(xr, a.k, eps);
@@ -98,6 +101,7 @@ __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const fl
 // h = act(gate) * up as gated_activation computes it, written and rounded; one warp per block.
 __global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act, const float* g, const float* u,
                                                                  float* h, Int8Acts a) {
+  begin_kernel();
   const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   const int64_t per_row = a.k / kInt8Block;
   if (b >= a.n * per_row) return;
@@ -140,8 +144,7 @@ size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
 Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
   const Int8Acts a = view(n, k, dst);
   if (n <= 0) return a;
-  round_kernel<<<warp_blocks(a), kWarps * 32, 0, s>>>(X, ldx, a);
-  EMBER_CUDA_LAUNCHED("quantize_int8_acts");
+  launch(round_kernel, warp_blocks(a), kWarps * 32, 0, s, X, ldx, a);
   return a;
 }
 
@@ -149,8 +152,7 @@ Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const
                            float* y, void* dst, cudaStream_t s) {
   const Int8Acts a = view(n, k, dst);
   if (n <= 0) return a;
-  rmsnorm_round_kernel<<<unsigned(n), kNormWarps * 32, 0, s>>>(x, rows, w, eps, y, a);
-  EMBER_CUDA_LAUNCHED("rmsnorm_int8_acts");
+  launch(rmsnorm_round_kernel, unsigned(n), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
   return a;
 }
 
@@ -158,8 +160,7 @@ Int8Acts gated_int8_acts(Activation act, const float* gate, const float* up, flo
                          cudaStream_t s) {
   const Int8Acts a = view(n, k, dst);
   if (n <= 0) return a;
-  gated_round_kernel<<<warp_blocks(a), kWarps * 32, 0, s>>>(act, gate, up, h, a);
-  EMBER_CUDA_LAUNCHED("gated_int8_acts");
+  launch(gated_round_kernel, warp_blocks(a), kWarps * 32, 0, s, act, gate, up, h, a);
   return a;
 }
 

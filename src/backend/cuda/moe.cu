@@ -3,6 +3,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -22,6 +23,7 @@ constexpr int kRouteWarps = 4;
 
 __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
                              int32_t* ids, float* weights) {
+  begin_kernel();
   const int64_t t = int64_t(blockIdx.x) * kRouteWarps + (threadIdx.x >> 5);
   if (t >= n_tok) return;
   const int lane = threadIdx.x & 31;
@@ -93,12 +95,14 @@ __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, R
   }
 }
 
-__global__ void combine_kernel(const float* y, const float* w, int K, int64_t n_cols, float* out) {
+__global__ void combine_kernel(const float* y, const float* w, int K, int64_t n_cols, float* out, bool add) {
+  begin_kernel();
   const int64_t t = blockIdx.x;
   for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
     float s = 0.f;
     for (int j = 0; j < K; ++j) s = fmaf(w[t * K + j], y[(t * K + j) * n_cols + i], s);
-    out[t * n_cols + i] = s;
+    float& o = out[t * n_cols + i];
+    o = add ? o + s : s;
   }
 }
 
@@ -107,6 +111,7 @@ constexpr int kGroupThreads = 1024;
 __global__ void __launch_bounds__(kGroupThreads) group_kernel(const int32_t* ids, int64_t n_items, int E, int tile,
                                                               int64_t max_tiles, int32_t* order, int32_t* tiles) {
   __shared__ int count[kMaxExperts], start[kMaxExperts], first_tile[kMaxExperts];
+  begin_kernel();
   for (int e = threadIdx.x; e < E; e += kGroupThreads) count[e] = 0;
   __syncthreads();
   for (int64_t i = threadIdx.x; i < n_items; i += kGroupThreads) atomicAdd(&count[ids[i]], 1);
@@ -151,25 +156,22 @@ int64_t max_expert_tiles(int64_t n_items, int n_experts) {
 void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s) {
   if (n_experts > kMaxExperts) throw Error("CUDA backend: at most 512 experts");
   if (n_items <= 0) return;
-  group_kernel<<<1, kGroupThreads, 0, s>>>(ids, n_items, n_experts, kExpertTile, max_expert_tiles(n_items, n_experts),
-                                           order, tiles);
-  EMBER_CUDA_LAUNCHED("group_by_expert");
+  launch(group_kernel, 1, kGroupThreads, 0, s, ids, n_items, n_experts, kExpertTile, max_expert_tiles(n_items, n_experts),
+         order, tiles);
 }
 
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {
   if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
     throw Error("CUDA backend: at most 512 experts and 32 used per token");
   if (n_tok <= 0) return;
-  route_kernel<<<unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s>>>(
-      logits, n_tok, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
-  EMBER_CUDA_LAUNCHED("route");
+  launch(route_kernel, unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s, logits, n_tok,
+         d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
 }
 
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
-                     cudaStream_t s) {
+                     cudaStream_t s, bool add) {
   if (n_tok <= 0) return;
-  combine_kernel<<<unsigned(n_tok), 256, 0, s>>>(expert_out, weights, k, n_cols, out);
-  EMBER_CUDA_LAUNCHED("combine_experts");
+  launch(combine_kernel, unsigned(n_tok), 256, 0, s, expert_out, weights, k, n_cols, out, add);
 }
 
 }  // namespace ember::cuda

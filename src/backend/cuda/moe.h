@@ -22,7 +22,8 @@ int64_t max_expert_tiles(int64_t n_items, int n_experts);
 void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s);
 
 // out row t = sum over j < k of weights[t * k + j] * expert_out row (t * k + j), rows of n_cols.
+// With add, out row t += that sum instead (a residual add without a kernel of its own).
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
-                     cudaStream_t s);
+                     cudaStream_t s, bool add = false);
 
 }  // namespace ember::cuda

@@ -1,0 +1,58 @@
+// How every kernel of the backend is launched: with Hopper's programmatic
+// dependent launch, so that a step's kernels overlap at their seams.
+//
+// A decode step is a chain of small kernels, each reading what the one before
+// wrote. Launched plainly, each waits for the one before to finish and then
+// pays its own launch and ramp-up, a few microseconds per seam and about a
+// dozen seams per layer. Launched "programmatically", the next kernel's blocks
+// may start while the one before still runs: they stop at
+// wait_for_previous_kernel() until it has finished and its writes are visible.
+// What a kernel does before that wait must not touch memory that an earlier
+// kernel writes, or that it writes itself: the products use the time to load
+// their first weights, which never change during a step.
+//
+// The rule every kernel here keeps: call begin_kernel() (or, in the products,
+// wait_for_previous_kernel() and then let_next_kernel_start()) before its first
+// access to anything but weights. A kernel that never waits would race with
+// the one before it. let_next_kernel_start() comes after the wait, so at most
+// two kernels overlap: the one running and the next one's prologue.
+//
+// EMBER_CUDA_PDL=0 launches every kernel plainly (for A/B runs); the waits
+// then return at once.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace ember::cuda {
+
+__device__ __forceinline__ void wait_for_previous_kernel() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void let_next_kernel_start() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
+// The usual start of a kernel: its inputs are ready, and the next kernel may begin its own prologue.
+__device__ __forceinline__ void begin_kernel() {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+}
+
+// Whether launches overlap (EMBER_CUDA_PDL, read once).
+bool overlapped_launches();
+
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = overlapped_launches() ? 1 : 0;
+  EMBER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace ember::cuda
