@@ -3,7 +3,7 @@
 # GoogleTest), the bad-input and engine tests again under AddressSanitizer, the
 # serving engine under ThreadSanitizer, the quantised
 # matmuls cross-built for AArch64 and run under qemu, then each fuzzer for a
-# bounded time on its seed corpus.
+# bounded time on its seed corpus (one per core, side by side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -36,22 +36,32 @@ ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R 'Serving|PrefixCac
 echo "== quantised matmuls for AArch64 (NEON, with and without SDOT) under qemu (at ${SECONDS}s)"
 scripts/test-arm.sh build-arm
 
-echo "== fuzzers (${fuzz_seconds}s each) (at ${SECONDS}s)"
+echo "== fuzzers (${fuzz_seconds}s each, ${jobs} at a time) (at ${SECONDS}s)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_CUDA=OFF -DEMBER_FUZZ=ON -DEMBER_NATIVE=OFF >/dev/null
 fuzzers=$(ninja -C build-fuzz -t targets all | sed -n 's/^\(fuzz_[a-z_]*\): phony$/\1/p' | sort -u)
 cmake --build build-fuzz -j "$jobs" --target $fuzzers
-for f in $fuzzers; do
-  corpus=tests/fuzz/corpus/${f#fuzz_}
+# One fuzzer on a copy of its seed corpus; its output is printed when it ends
+# (the last lines, or the last 60 on a failure), so that fuzzers can run side
+# by side, one per core, each for its whole time.
+run_fuzzer() {
+  local f=$1 secs=$2 rss=$3 status=0
+  local corpus=tests/fuzz/corpus/${f#fuzz_} work
   work=$(mktemp -d)
   [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
-  echo "-- $f"
-  # The targets after the file readers (hostile-input suite) run shorter, within 1 GB;
   # -timeout makes a hang a failure, as -rss_limit_mb does a memory blow-up.
+  "$(find build-fuzz -name "$f" -type f -executable | head -n1)" -max_total_time="$secs" -timeout=10 -rss_limit_mb="$rss" \
+    -print_final_stats=1 "$work" >"$work.log" 2>&1 || status=$?
+  echo "-- $f"
+  tail -n "$([ "$status" = 0 ] && echo 3 || echo 60)" "$work.log"
+  rm -rf "$work" "$work.log"
+  return "$status"
+}
+export -f run_fuzzer
+for f in $fuzzers; do
+  # The targets after the file readers (hostile-input suite) run shorter, within 1 GB.
   case $f in
-    fuzz_gguf_desc|fuzz_hf_config|fuzz_tokenizer_json|fuzz_sampling|fuzz_server_requests|fuzz_json_schema) secs=${EMBER_FUZZ_SECONDS_NEW:-15}; rss=1024 ;;
-    *) secs=$fuzz_seconds; rss=2048 ;;
+    fuzz_gguf_desc|fuzz_hf_config|fuzz_tokenizer_json|fuzz_sampling|fuzz_server_requests|fuzz_json_schema) echo "$f ${EMBER_FUZZ_SECONDS_NEW:-15} 1024" ;;
+    *) echo "$f $fuzz_seconds 2048" ;;
   esac
-  "$(find build-fuzz -name "$f" -type f -executable | head -n1)" -max_total_time="$secs" -timeout=10 -rss_limit_mb="$rss" -print_final_stats=1 "$work" 2>&1 | tail -n 3
-  rm -rf "$work"
-done
+done | xargs -P "$jobs" -L 1 bash -c 'run_fuzzer "$@"' _
 echo "all tests passed in ${SECONDS}s"
