@@ -63,7 +63,6 @@ std::vector<int32_t> random_ids(int n, uint32_t seed, int vocab) {
 
 struct Timing {
   Clock::time_point first, last;
-  int64_t tokens = 0;
   int64_t cached = 0;
   std::vector<Clock::time_point> arrivals;  // one per token
 };
@@ -75,8 +74,7 @@ Timing drain(RequestStream& s) {
   while (s.next(u)) {
     if (!u.tokens.empty()) {
       const Clock::time_point now = Clock::now();
-      if (t.tokens == 0) t.first = now;
-      t.tokens += int64_t(u.tokens.size());
+      if (t.arrivals.empty()) t.first = now;
       t.last = now;
       t.arrivals.insert(t.arrivals.end(), u.tokens.size(), now);
     }
