@@ -407,7 +407,11 @@ void quantize_row_q8_k(const float* x, void* dst, int64_t n) {
     for (int g = 0; g < 16; ++g) {
       int sum = 0;
       for (int l = 0; l < 16; ++l) {
-        const int q = clampi(nearest(x[16 * g + l] * id), -127, 127);
+        // nearbyint, not nearest(): nearest adds a constant, and a compiler that fuses the product
+        // into that addition (an FMA, e.g. with -march=x86-64-v3) skips the product's own rounding,
+        // which moves about one code in 600,000 across a tie. This is the rounding the GPU repeats
+        // bit for bit (backend/cuda/int8_acts.cu), whatever the build.
+        const int q = clampi(int(std::nearbyint(x[16 * g + l] * id)), -127, 127);
         b[i].qs[16 * g + l] = int8_t(q);
         sum += q;
       }
