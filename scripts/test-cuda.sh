@@ -58,7 +58,7 @@ fi
 if [[ $skip != *" sanitizer "* ]]; then
   echo "== compute-sanitizer"
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_kernels_test"
-  step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*'
+  step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*:*Int8Products*:*Grouped*'
   step memcheck_attention compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_attention_test"
   step racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_attention_test" --gtest_filter='*Flash*'
   step memcheck_model compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_model_test" --gtest_filter='*Tiny*'
@@ -91,7 +91,7 @@ print(f"bf16 matrix rate ({m}^3, median of 20): {2 * m**3 / times[10] / 1e12:.0f
 PY
   cat "$out/roofline.log" | tee -a "$summary"
   # Each format's product alone, float and integer paths, against the copy bandwidth.
-  step kernel-bench "$bin/ember_bench_cuda_kernels" --tokens 1,2,4,8,16
+  step kernel-bench "$bin/ember_bench_cuda_kernels" --tokens 1,2,4,8,16,32,64
   tokdir=$(mktemp -d)
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
   for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do

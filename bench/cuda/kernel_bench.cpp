@@ -1,6 +1,6 @@
 // The CUDA decode products alone, against the device's measured copy bandwidth:
 //
-//   ember_bench_cuda_kernels [--rows 14336] [--k 4096] [--tokens 1,2,4,8,16]
+//   ember_bench_cuda_kernels [--rows 14336] [--k 4096] [--tokens 1,2,4,8,16] [--formats Q4_K,Q6_K]
 //
 // For each weight format: one product of a rows x k matrix with n activation
 // rows, median of 50 after warm-up, timed with events; four copies of the
@@ -53,11 +53,13 @@ double median_ms(int reps, F&& f) {
 int main(int argc, char** argv) {
   int64_t rows = 14336, k = 4096;
   std::string tokens = "1,2,4,8,16";
+  std::string formats;  // all of them when empty
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--rows") rows = std::stoll(argv[i + 1]);
     else if (a == "--k") k = std::stoll(argv[i + 1]);
     else if (a == "--tokens") tokens = argv[i + 1];
+    else if (a == "--formats") formats = "," + std::string(argv[i + 1]) + ",";
   }
   try {
     // The ceiling: a 1 GiB device-to-device copy.
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
     for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0,
                           GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S,
                           GgmlType::BF16, GgmlType::F16}) {
+      if (!formats.empty() && formats.find("," + std::string(type_name(type)) + ",") == std::string::npos) continue;
       // 64 distinct quantised rows, repeated: the bytes a product reads are what matter here.
       const size_t stride = row_bytes(type, k), bytes = stride * size_t(rows);
       std::vector<uint8_t> host(bytes);

@@ -242,11 +242,19 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
     const HostMatrix m = random_matrix(type, rows, k, rng);
     DeviceBuffer w = upload(m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
-    for (int64_t n : {1, 2, 3, 8, 13}) {
+    for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
       const std::vector<float> x = random_floats(n * k, rng);
       const HostInt8Acts hx = host_int8_acts(x, n, k);
       DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k));
       const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+      {  // the rounding the products read is the CPU's, element for element
+        std::vector<int8_t> q(size_t(n * k));
+        EMBER_CUDA_CHECK(cudaMemcpy(q.data(), a.q, q.size(), cudaMemcpyDeviceToHost));
+        int64_t differ = 0, first = -1;
+        for (int64_t i = 0; i < n * k; ++i)
+          if (q[size_t(i)] != hx.blocks[size_t(i / 256)].qs[i % 256] && differ++ == 0) first = i;
+        EXPECT_EQ(differ, 0) << "codes rounded unlike the CPU, first at " << first << " n=" << n << " k=" << k;
+      }
       const int64_t ldy = rows + 3;
       DeviceBuffer dy(size_t(n * ldy) * 4);
       EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
@@ -255,13 +263,14 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
       const auto y = download<float>(dy, size_t(n * ldy));
       expect_products(m, y, ldy, hx.values.data(), n, std::string(type_name(type)) + " int8 n=" + std::to_string(n));
     }
-    // A token's bits do not depend on the batch.
-    const std::vector<float> x = random_floats(19 * k, rng);
-    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(19, k)), dy(size_t(19 * rows) * 4);
+    // A token's bits do not depend on the batch (the tensor-core products).
+    const std::vector<float> x = random_floats(70 * k, rng);
+    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(70, k)), dy(size_t(70 * rows) * 4);
     std::vector<float> first;
-    for (int64_t n : {1, 2, 4, 5, 19}) {
+    for (int64_t n : {1, 2, 4, 5, 19, 40, 70}) {  // one token included: as EMBER_CUDA_BATCH_INVARIANT=1 runs it
       const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
-      gemv_int8(dm, a, dy.get<float>(), rows, nullptr);
+      const Int8Out out{&dm, dy.get<float>(), rows};
+      gemv_int8_mma_fused({&out, 1}, a, nullptr);
       const auto y = download<float>(dy, size_t(rows));
       if (first.empty()) first = y;
       EXPECT_EQ(0, std::memcmp(first.data(), y.data(), size_t(rows) * 4)) << type_name(type) << " n=" << n;
@@ -371,7 +380,12 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         DeviceBuffer y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
         EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
         EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
-        gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, y1.get<float>(), rows, nullptr);
+        // Per item on the tensor cores (as EMBER_CUDA_BATCH_INVARIANT=1 runs them) against the grouped products.
+        auto per_item = [&](std::span<const Int8Out> outs) {
+          gemv_int8_mma_experts(outs, dids.get<int32_t>(), nullptr, nullptr, n_items, a, x_div, nullptr);
+        };
+        const Int8Out one[1] = {{&dm, y1.get<float>(), rows}};
+        per_item(one);
         gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, y2.get<float>(), rows,
                                   nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -384,9 +398,10 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         const size_t n_out = size_t(n_items * rows);
         DeviceBuffer solo2(n_out * 4), p1(n_out * 4), p2(n_out * 4), g1(n_out * 4), g2(n_out * 4);
         for (DeviceBuffer* b : {&solo2, &p1, &p2, &g1, &g2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
-        gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, solo2.get<float>(), rows, nullptr);
+        const Int8Out solo[1] = {{&dm2, solo2.get<float>(), rows}};
+        per_item(solo);
         const Int8Out pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
-        gemv_int8_experts(pair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
+        per_item(pair);
         const Int8Out gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
         gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -397,6 +412,18 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
                                               std::tuple{&g2, &s2, "grouped pair second"}})
           EXPECT_EQ(0, std::memcmp(download<float>(*got, n_out).data(), want->data(), n_out * 4))
               << what << " " << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
+
+        // The per-item products the engine takes by default (gemv_int8_experts), alone and paired.
+        DeviceBuffer d1(n_out * 4), d2(n_out * 4), dp1(n_out * 4), dp2(n_out * 4);
+        gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, d1.get<float>(), rows, nullptr);
+        gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, d2.get<float>(), rows, nullptr);
+        const Int8Out dpair[2] = {{&dm, dp1.get<float>(), rows}, {&dm2, dp2.get<float>(), rows}};
+        gemv_int8_experts(dpair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(0, std::memcmp(download<float>(dp1, n_out).data(), download<float>(d1, n_out).data(), n_out * 4))
+            << "default paired first " << type_name(type);
+        EXPECT_EQ(0, std::memcmp(download<float>(dp2, n_out).data(), download<float>(d2, n_out).data(), n_out * 4))
+            << "default paired second " << type_name(type);
       }
     }
   }

@@ -58,6 +58,25 @@ void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, cons
 void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
+// The same integer products with their integer sums made on the tensor cores
+// (gemv_int8_mma.cu), for Q4_K and Q6_K: every output is summed in one order
+// whatever the number of tokens, so a token's result has the same bits in any
+// batch. int8_on_tensor_cores(n) says which kernel the products above take
+// for n tokens (experts: n = 1 per item, kExpertTile grouped): the tensor
+// cores from two tokens on; for one token the CUDA cores (gemv_int8.cu), about
+// 15% faster there but summing in another order, so a sequence alone and in a
+// batch differ in their last bits. EMBER_CUDA_BATCH_INVARIANT=1 takes the
+// tensor cores for every n (a sequence's logits then never depend on its
+// batch); EMBER_CUDA_MMA_PRODUCTS=0 never (to measure them).
+bool has_int8_mma_product(GgmlType t);
+bool int8_on_tensor_cores(int64_t n);
+void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
+// Expert products: per item (ids, as gemv_int8_experts) or grouped (order,
+// tiles and max_tiles, as gemv_int8_experts_grouped); n_tiles is the number
+// of items or of tiles.
+void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
+
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
                  cudaStream_t s);

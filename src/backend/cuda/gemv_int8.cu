@@ -8,9 +8,18 @@
 // time (Q4_K: 64 elements, two sub-blocks; Q6_K: 8 elements of each of four
 // sub-blocks). A piece's weights are decoded once and multiplied with up to NT
 // tokens, and every token's sums run in the same order whatever NT is.
+//
+// From two tokens on (and at one token with EMBER_CUDA_BATCH_INVARIANT=1) the
+// products take the tensor cores instead (gemv_int8_mma.cu, gemv.h says
+// which); the kernels here then serve one-token steps and the items of
+// ungrouped expert products.
+#include <cstdlib>
+#include <cstring>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/int8_fused.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -216,19 +225,6 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
 template <int Warps, int Rows, int Unroll, int MinBlocks = 1>
 struct Shape {
   static constexpr int kWarps = Warps, kRows = Rows, kUnroll = Unroll, kMinBlocks = MinBlocks;
-  static unsigned row_blocks(int64_t rows) { return unsigned((rows + Warps * Rows - 1) / (Warps * Rows)); }
-};
-
-// Up to kMaxFused matrices of one format reading the same activations, in one
-// launch: blocks [end[m - 1], end[m]) of the grid's x serve matrix m.
-struct Fused {
-  const uint8_t* W[kMaxFused];
-  size_t stride[kMaxFused];
-  int64_t rows[kMaxFused];
-  float* Y[kMaxFused];
-  int64_t ldy[kMaxFused];
-  unsigned end[kMaxFused];
-  int n;
 };
 
 // Tile blockIdx.y covers tokens [NT * y, NT * y + NT); tokens past n repeat the
@@ -237,15 +233,13 @@ struct Fused {
 template <GgmlType T, int NT, class S>
 __global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kernel(Fused f, Int8Acts a, bool add) {
   constexpr int R = S::kRows;
-  const unsigned bx = blockIdx.x;
-  const int m = f.n > 1 && bx >= f.end[0] ? (f.n > 2 && bx >= f.end[1] ? 2 : 1) : 0;  // selects, not an indexed load
-  const uint8_t* W = m == 0 ? f.W[0] : m == 1 ? f.W[1] : f.W[2];
-  const size_t stride = m == 0 ? f.stride[0] : m == 1 ? f.stride[1] : f.stride[2];
-  const int64_t rows = m == 0 ? f.rows[0] : m == 1 ? f.rows[1] : f.rows[2];
-  float* Y = m == 0 ? f.Y[0] : m == 1 ? f.Y[1] : f.Y[2];
-  const int64_t ldy = m == 0 ? f.ldy[0] : m == 1 ? f.ldy[1] : f.ldy[2];
-  const unsigned first = m == 0 ? 0u : m == 1 ? f.end[0] : f.end[1];
-  const int64_t r0 = (int64_t(bx - first) * S::kWarps + (threadIdx.x >> 5)) * R;
+  const FusedPart p = fused_part(f, blockIdx.x);
+  const uint8_t* W = p.W;
+  const size_t stride = p.stride;
+  const int64_t rows = p.rows;
+  float* Y = p.Y;
+  const int64_t ldy = p.ldy;
+  const int64_t r0 = (int64_t(blockIdx.x - p.first) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
   const int64_t t0 = int64_t(blockIdx.y) * NT;
   ActRow x[NT];
@@ -264,15 +258,6 @@ __global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kerne
         }
   }
 }
-
-// One or two expert tensors of the same shape (gate and up) whose items read
-// the same activations, in one launch: blocks [0, blocks0) of the grid's x
-// serve W[0], the rest W[1], each exactly as in a launch of its own.
-struct ExpertPair {
-  const uint8_t* W[2];
-  float* Y[2];
-  unsigned blocks0;
-};
 
 template <GgmlType T, class S>
 __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(ExpertPair m, size_t stride,
@@ -362,23 +347,21 @@ void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
     throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
 }
 
-// The pair for one launch: the tensors must match in format and every dimension, and their outputs in ldy.
-template <class S>
-ExpertPair expert_pair(std::span<const Int8Out> outs, const Int8Acts& a) {
-  if (outs.empty() || outs.size() > 2) throw Error("CUDA backend: one or two expert tensors per launch");
-  const Int8Out& o0 = outs[0];
-  const Int8Out& o1 = outs.back();
-  const DeviceMatrix &W0 = *o0.W, &W1 = *o1.W;
-  if (W1.type != W0.type || W1.rows != W0.rows || W1.k != W0.k || W1.row_stride != W0.row_stride ||
-      W1.expert_stride != W0.expert_stride || o1.ldy != o0.ldy)
-    throw Error("CUDA backend: expert tensors paired in one launch must share format and shape");
-  check_acts(W0, a);
-  return ExpertPair{{W0.data, W1.data}, {o0.Y, o1.Y}, S::row_blocks(W0.rows)};
-}
-
 }  // namespace
 
 bool has_int8_product(GgmlType t) { return dispatch_int8(t, NoLaunch{}); }
+
+bool int8_on_tensor_cores(int64_t n) {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_CUDA_MMA_PRODUCTS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  static const bool invariant = [] {
+    const char* v = std::getenv("EMBER_CUDA_BATCH_INVARIANT");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on && (invariant || n >= 2);
+}
 
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add) {
   const Int8Out out{&W, Y, ldy};
@@ -393,20 +376,11 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
+  if (has_int8_mma_product(type) && int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
   auto with_format = [&]<GgmlType T>() {
     auto with_shape = [&]<class S>() {
-      Fused f{};
-      f.n = int(outs.size());
       unsigned blocks = 0;
-      for (int i = 0; i < f.n; ++i) {
-        const DeviceMatrix& W = *outs[size_t(i)].W;
-        f.W[i] = W.data;
-        f.stride[i] = W.row_stride;
-        f.rows[i] = W.rows;
-        f.Y[i] = outs[size_t(i)].Y;
-        f.ldy[i] = outs[size_t(i)].ldy;
-        f.end[i] = blocks += S::row_blocks(W.rows);
-      }
+      const Fused f = make_fused(outs, int64_t(S::kWarps) * S::kRows, blocks);
       auto go = [&]<int NT>() {
         launch(gemv_int8_kernel<T, NT, S>, dim3(blocks, unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s, f, a, add);
       };
@@ -426,8 +400,11 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
 void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        cudaStream_t s) {
   if (n_items <= 0) return;
+  // Each item multiplies alone.
+  if (has_int8_mma_product(outs[0].W->type) && int8_on_tensor_cores(1))
+    return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = DefaultShape;
-  const ExpertPair m = expert_pair<S>(outs, a);
+  const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
     launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_items)), S::kWarps * 32, 0,
@@ -446,8 +423,10 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
   if (max_tiles <= 0) return;
   if (max_tiles > 65535) throw Error("CUDA backend: more expert tiles in one step than a grid holds");
+  if (has_int8_mma_product(outs[0].W->type) && int8_on_tensor_cores(kExpertTile))
+    return gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s);
   using S = BatchShape;
-  const ExpertPair m = expert_pair<S>(outs, a);
+  const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
     launch(gemv_int8_grouped_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(max_tiles)), S::kWarps * 32,

@@ -1,0 +1,386 @@
+// Integer products on the tensor cores: the arithmetic of gemv_int8.cu
+// (weight codes times the activations' int8 codes, exact integer sums per
+// sub-block, scales applied once per group) with the integer sums made by
+// mma.sync instead of __dp4a. One mma multiplies a 16-row by 32-element tile
+// of weights with up to 8 tokens, so the instructions a token costs fall by an
+// order of magnitude: from two tokens on, the dp4a products are bound by
+// instructions, not by the bytes they read (bench/RESULTS.md).
+//
+// A block takes 16 rows and J tiles of 8 tokens; its 8 warps are the J tiles
+// times 8 / J along the row (block_product). Every output is summed in one
+// order whatever J and the token's place: per super-block of 256 elements the
+// exact integers, then one float term (rounding spelled out, so that no
+// fused multiply-add differs between instantiations); super-block sb belongs
+// to class sb % 8, each class adds its terms in order, and the eight class
+// sums are added in class order. A token's result is therefore the same bits
+// in any batch.
+//
+// Fragments (PTX ISA, mma.m16n8k32 / m16n8k16 with .s8): lane = 4 g + q.
+// The A registers hold rows g and g + 8, the B registers token g, and the
+// four sums of a lane are rows g, g + 8 times tokens 2q, 2q + 1. Within a
+// sub-block the order of the elements is free as long as weights and
+// activations agree on it, so each lane takes runs of bytes that lie together
+// in the weight block and in the activation row.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/gemv.h"
+#include "backend/cuda/int8_fused.cuh"
+#include "backend/cuda/launch.cuh"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kTileRows = 16;  // rows of one block (the mma's M)
+constexpr int kClasses = 8;    // super-block classes, summed apart and added in order
+
+// Q4_K: ad (d sum_s sc_s p_s - dmin sum_s m_s b_s), p_s the code products of
+// sub-block s and b_s its activation codes' sum.
+__device__ __forceinline__ float q4k_term(float ad, float d, float dmin, int isum, int imin) {
+  return __fmul_rn(ad, __fsub_rn(__fmul_rn(d, float(isum)), __fmul_rn(dmin, float(imin))));
+}
+// Q6_K: ad d sum_g sc_g p_g over the 16 groups of 16.
+__device__ __forceinline__ float q6k_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
+__device__ __forceinline__ float add_term(float acc, float term) { return __fadd_rn(acc, term); }
+
+// c += a b over 32 elements: rows g, g + 8 (a) times token g (b).
+__device__ __forceinline__ void mma_k32(int (&c)[4], const uint32_t (&a)[4], uint2 b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y));
+}
+
+// c += a b over 16 elements.
+__device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b) {
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a0), "r"(a1), "r"(b));
+}
+
+// The eight tokens of a warp's tile: the codes of token g (for B) and the
+// scale rows of tokens 2q, 2q + 1 (for the sums); null where the tile has no
+// token i (act_row(i) < 0), which then multiplies as zeros.
+struct Tokens {
+  const int8_t* q;
+  const float* d[2];
+};
+
+template <class ActRow>
+__device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, ActRow act_row) {
+  Tokens t;
+  const int64_t tb = act_row(g);
+  t.q = tb >= 0 ? a.q + tb * a.k : nullptr;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int64_t tc = act_row(2 * q + e);
+    t.d[e] = tc >= 0 ? a.d + tc * (a.k / kInt8Block) : nullptr;
+  }
+  return t;
+}
+
+template <GgmlType T>
+struct MmaFormat;
+
+// Q4_K: 32-byte chunk c of qs holds sub-block 2c in its low nibbles and 2c + 1
+// in its high ones. Lane q takes bytes [8q, 8q + 8) of every chunk: their low
+// nibbles are elements 8q..8q + 7 of sub-block 2c, which it gives the mma as
+// the elements 4q..4q + 3 and 16 + 4q..16 + 4q + 3 of the fragment, and it
+// reads the activations of those same elements as one 8-byte load. The mins
+// come from a second mma whose A holds each row's min code in all 32 places
+// (min code times the sub-block's activation sum), accumulated over the block.
+template <>
+struct MmaFormat<GgmlType::Q4_K> {
+  struct Raw {
+    uint4 hdr[2];  // d, dmin, scales of rows g and g + 8
+    uint2 q[2][4];
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int q, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockQ4_K);
+      r.hdr[h] = *reinterpret_cast<const uint4*>(blk);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) r.q[h][c] = *reinterpret_cast<const uint2*>(blk + 16 + 32 * c + 8 * q);
+    }
+  }
+  // The 6-bit scale and min of sub-block s from the 12 packed bytes.
+  __device__ __forceinline__ static void scale_min(const uint4& hdr, int s, int& sc, int& m) {
+    auto byte = [&](int i) -> int {
+      const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
+      return int((word >> (8 * (i & 3))) & 0xFF);
+    };
+    if (s < 4) {
+      sc = byte(s) & 63;
+      m = byte(s + 4) & 63;
+    } else {
+      sc = (byte(s + 4) & 0xF) | ((byte(s - 4) >> 6) << 4);
+      m = (byte(s + 4) >> 4) | ((byte(s) >> 6) << 4);
+    }
+  }
+  __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
+    int isum[4] = {0, 0, 0, 0}, imin[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int c = s / 2, shift = 4 * (s % 2);
+      const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
+                             (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
+      int sc[2], m[2];
+      scale_min(r.hdr[0], s, sc[0], m[0]);
+      scale_min(r.hdr[1], s, sc[1], m[1]);
+      const uint32_t am[4] = {uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u, uint32_t(m[0]) * 0x01010101u,
+                              uint32_t(m[1]) * 0x01010101u};
+      const uint2 b = x.q ? *reinterpret_cast<const uint2*>(x.q + sb * 256 + 32 * s + 8 * q) : make_uint2(0, 0);
+      int prod[4] = {0, 0, 0, 0};
+      mma_k32(prod, a, b);
+      mma_k32(imin, am, b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) isum[e] += sc[e / 2] * prod[e];
+    }
+    const float d[2] = {h2f(uint16_t(r.hdr[0].x)), h2f(uint16_t(r.hdr[1].x))};
+    const float dmin[2] = {h2f(uint16_t(r.hdr[0].x >> 16)), h2f(uint16_t(r.hdr[1].x >> 16))};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float ad = x.d[e % 2] ? x.d[e % 2][sb] : 0.f;
+      acc[e] = add_term(acc[e], q4k_term(ad, d[e / 2], dmin[e / 2], isum[e], imin[e]));
+    }
+  }
+};
+
+// Q6_K: element 128h + 32i + l of a block is the low nibble (i < 2) or high
+// nibble (i >= 2) of ql[64h + 32(i % 2) + l] with bits 2i, 2i + 1 of qh[32h + l]
+// above it; its scale is scales[8h + 2i + l / 16]. One mma of 16 elements per
+// scale: lane q takes l = 16lh + 4q .. 16lh + 4q + 3, three 4-byte words per
+// half h and lh that hold its elements of all four i.
+template <>
+struct MmaFormat<GgmlType::Q6_K> {
+  struct Raw {
+    uint32_t ql0[2][4], ql1[2][4], qh[2][4];  // [row][2h + lh]
+    uint32_t sc[2][4];                        // the 16 int8 scales of each row
+    uint16_t d[2];
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int q, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // 210-byte blocks are only 2-byte aligned.
+      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockQ6_K);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        const int half = p / 2, lh = p % 2;
+        r.ql0[h][p] = ld_u32(blk + 64 * half + 16 * lh + 4 * q);
+        r.ql1[h][p] = ld_u32(blk + 64 * half + 32 + 16 * lh + 4 * q);
+        r.qh[h][p] = ld_u32(blk + 128 + 32 * half + 16 * lh + 4 * q);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) r.sc[h][i] = ld_u32(blk + 192 + 4 * i);
+      r.d[h] = *reinterpret_cast<const uint16_t*>(blk + 208);
+    }
+  }
+  // The codes minus 32, as signed bytes, of element group i of word set p.
+  __device__ __forceinline__ static uint32_t codes(const Raw& r, int h, int p, int i) {
+    const uint32_t A = r.ql0[h][p], B = r.ql1[h][p], H = r.qh[h][p];
+    const uint32_t v = i == 0   ? (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u)
+                       : i == 1 ? (B & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u)
+                       : i == 2 ? ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u)
+                                : ((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
+    return __vsub4(v, 0x20202020u);
+  }
+  __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
+    int isum[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const int half = p / 2, lh = p % 2;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int si = 8 * half + 2 * i + lh;  // the scale's index
+        const uint32_t b = x.q ? *reinterpret_cast<const uint32_t*>(x.q + sb * 256 + 128 * half + 32 * i + 16 * lh + 4 * q) : 0u;
+        int prod[4] = {0, 0, 0, 0};
+        mma_k16(prod, codes(r, 0, p, i), codes(r, 1, p, i), b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) isum[e] += int(int8_t(r.sc[e / 2][si / 4] >> (8 * (si % 4)))) * prod[e];
+      }
+    }
+    const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float ad = x.d[e % 2] ? x.d[e % 2][sb] : 0.f;
+      acc[e] = add_term(acc[e], q6k_term(ad, d[e / 2], isum[e]));
+    }
+  }
+};
+
+constexpr int kWarps = 8;  // per block
+
+// One block's products: 16 rows from r0 of W (rows past the matrix repeat its
+// last row) times J tiles of 8 tokens, act_row(i) the activation row of token
+// i (negative: none, multiplied as zeros). The block's warps are J tiles
+// times 8 / J along k, and a warp multiplies the super-blocks of its classes:
+// with J = 1 each warp holds one class, with J = 8 one warp holds all eight,
+// in eight sums. Each pass loads the next super-block's weights before
+// multiplying the one it has.
+//
+// Returns true in the warps that hold a tile's result: `out` then holds the
+// sums of tile `tile`. With await_inputs the first weights are loaded before
+// the activations are ready (launch.cuh).
+template <GgmlType T, int J, class ActRow>
+__device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, int64_t rows, int64_t r0,
+                                              const Int8Acts& a, ActRow act_row, bool await_inputs, int& tile,
+                                              float (&out)[4]) {
+  using F = MmaFormat<T>;
+  constexpr int Wk = kWarps / J;  // warps along k
+  static_assert(Wk * J == kClasses);
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), g = lane >> 2, q = lane & 3;
+  const int kw = warp / J, jt = warp % J;
+  const uint8_t* const row[2] = {W + size_t(min(r0 + g, rows - 1)) * stride, W + size_t(min(r0 + g + 8, rows - 1)) * stride};
+  const int64_t blocks = a.k / 256;
+  float acc[J][4];  // class kw + Wk * sl
+#pragma unroll
+  for (int sl = 0; sl < J; ++sl)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[sl][e] = 0.f;
+  typename F::Raw cur, next;
+  if (kw < blocks) F::fetch(row, kw, q, cur);
+  if (await_inputs) begin_kernel();
+  const Tokens x = tile_tokens(a, g, q, [&](int i) { return act_row(8 * jt + i); });
+  for (int64_t base = kw; base < blocks; base += kClasses) {
+#pragma unroll
+    for (int sl = 0; sl < J; ++sl) {
+      const int64_t sb = base + Wk * sl;
+      if (sb < blocks) {
+        const bool more = sb + Wk < blocks;
+        if (more) F::fetch(row, sb + Wk, q, next);
+        F::multiply(cur, x, sb, q, acc[sl]);
+        if (more) cur = next;
+      }
+    }
+  }
+  __shared__ float partial[kClasses][J][4][32];  // [class][tile]
+#pragma unroll
+  for (int sl = 0; sl < J; ++sl)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) partial[kw + Wk * sl][jt][e][lane] = acc[sl][e];
+  __syncthreads();
+  if (kw != 0) return false;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float sum = partial[0][jt][e][lane];
+#pragma unroll
+    for (int c = 1; c < kClasses; ++c) sum = add_term(sum, partial[c][jt][e][lane]);
+    out[e] = sum;
+  }
+  tile = jt;
+  return true;
+}
+
+// Where a lane's four sums go: rows g, g + 8 and tokens 2q, 2q + 1 of each tile.
+__device__ __forceinline__ int64_t out_row(int64_t r0, int e) { return r0 + ((threadIdx.x & 31) >> 2) + 8 * (e / 2); }
+__device__ __forceinline__ int out_token(int j, int e) { return 8 * j + 2 * int(threadIdx.x & 3) + e % 2; }
+
+// Block (x, y): 16 rows of the matrix fused_part(x) chooses, tokens
+// [8J y, 8J y + 8J). Rows past the matrix and tokens past n are not written.
+// With add, Y += the products.
+template <GgmlType T, int J>
+__global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, Int8Acts a, bool add) {
+  const FusedPart part = fused_part(f, blockIdx.x);
+  const int64_t r0 = int64_t(blockIdx.x - part.first) * kTileRows;
+  const int64_t t0 = int64_t(blockIdx.y) * 8 * J;
+  int tile;
+  float out[4];
+  auto act_row = [&](int i) -> int64_t { return t0 + i < a.n ? t0 + i : -1; };
+  if (!block_product<T, J>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
+    if (r < part.rows && t < a.n) {
+      float& y = part.Y[t * part.ldy + r];
+      y = add ? y + out[e] : out[e];
+    }
+  }
+}
+
+// Expert products: block (x, y) multiplies 16 rows of one expert with the
+// items of tile y. Per item (tiles == nullptr): tile y is item y alone, of
+// expert ids[y]. Grouped: tiles holds (first, count, expert) triples into
+// order (item ids), up to 8 items each. Item i reads activation row i / x_div
+// and writes row i of Y. Blocks [0, blocks0) of x serve W[0], the rest W[1]
+// (gate and up in one launch). An item's sums are the same whichever way.
+template <GgmlType T>
+__global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(ExpertPair m, size_t stride,
+                                                                               size_t expert_stride, int64_t rows,
+                                                                               const int32_t* ids, const int32_t* order,
+                                                                               const int32_t* tiles, Int8Acts a,
+                                                                               int x_div, int64_t ldy) {
+  begin_kernel();  // the ids and tiles come from the kernel before
+  int64_t first = blockIdx.y, expert;
+  int count = 1;
+  if (tiles) {
+    const int32_t* tile = tiles + 3 * int64_t(blockIdx.y);
+    first = tile[0];
+    count = tile[1];
+    expert = tile[2];
+    if (count == 0) return;
+  } else {
+    expert = ids[blockIdx.y];
+  }
+  auto item = [&](int i) -> int64_t { return tiles ? order[first + i] : first; };
+  const bool second = blockIdx.x >= m.blocks0;
+  const int64_t r0 = int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * kTileRows;
+  const uint8_t* W = (second ? m.W[1] : m.W[0]) + size_t(expert) * expert_stride;
+  auto act_row = [&](int i) -> int64_t { return i < count ? item(i) / x_div : -1; };
+  int tile;
+  float out[4];
+  if (!block_product<T, 1>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
+  float* Y = second ? m.Y[1] : m.Y[0];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t r = out_row(r0, e);
+    const int i = out_token(0, e);
+    if (r < rows && i < count) Y[item(i) * ldy + r] = out[e];
+  }
+}
+
+template <class F>
+void dispatch(GgmlType t, F&& f) {
+  switch (t) {
+    case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return;
+    case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return;
+    default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
+  }
+}
+
+}  // namespace
+
+bool has_int8_mma_product(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q6_K; }
+
+void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
+  if (a.n <= 0 || outs.empty()) return;
+  const GgmlType type = outs[0].W->type;
+  unsigned blocks = 0;
+  const Fused f = make_fused(outs, kTileRows, blocks);
+  auto go = [&]<GgmlType T, int J>() {
+    launch(gemv_int8_mma_kernel<T, J>, dim3(blocks, unsigned((a.n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, f, a,
+           add);
+  };
+  auto with_format = [&]<GgmlType T>() {
+    if (a.n <= 8) go.template operator()<T, 1>();
+    else if (a.n <= 16) go.template operator()<T, 2>();
+    else if (a.n <= 32) go.template operator()<T, 4>();
+    else go.template operator()<T, 8>();
+  };
+  dispatch(type, with_format);
+}
+
+void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
+  if (n_tiles <= 0) return;
+  if (n_tiles > 65535) throw Error("CUDA backend: more expert items or tiles in one step than a grid holds");
+  const ExpertPair m = expert_pair(outs, a, kTileRows);
+  const DeviceMatrix& W = *outs[0].W;
+  auto with_format = [&]<GgmlType T>() {
+    launch(gemv_int8_mma_experts_kernel<T>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_tiles)),
+           kWarps * 32, 0, s, m, W.row_stride, W.expert_stride, W.rows, ids, order, tiles, a, x_div, outs[0].ldy);
+  };
+  dispatch(W.type, with_format);
+}
+
+}  // namespace ember::cuda
