@@ -49,8 +49,9 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
 
 // The same products with the items grouped by expert (moe.h group_by_expert):
 // each block multiplies one tile of up to kExpertTile items of one expert, so
-// the expert's weights are read once per tile instead of once per item. Every
-// item gets the bits gemv_int8_experts gives it. `tiles` holds max_tiles
+// the expert's weights are read once per tile instead of once per item, on the
+// tensor cores (below); with EMBER_CUDA_BATCH_INVARIANT=1 every item gets the
+// bits gemv_int8_experts gives it. `tiles` holds max_tiles
 // (first, count, expert) triples into `order` (item ids); tiles of count 0 are skipped.
 constexpr int kExpertTile = 8;
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
@@ -62,13 +63,12 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
 // (gemv_int8_mma.cu), for Q4_K and Q6_K: every output is summed in one order
 // whatever the number of tokens, so a token's result has the same bits in any
 // batch. int8_on_tensor_cores(n) says which kernel the products above take
-// for n tokens (experts: n = 1 per item, kExpertTile grouped): the tensor
-// cores from two tokens on; for one token the CUDA cores (gemv_int8.cu), about
-// 15% faster there but summing in another order, so a sequence alone and in a
-// batch differ in their last bits. EMBER_CUDA_BATCH_INVARIANT=1 takes the
-// tensor cores for every n (a sequence's logits then never depend on its
-// batch); EMBER_CUDA_MMA_PRODUCTS=0 never (to measure them).
-bool has_int8_mma_product(GgmlType t);
+// for n tokens (ungrouped experts: n = 1, each item alone): the tensor cores
+// from two tokens on, and grouped experts always; for one token the CUDA
+// cores (gemv_int8.cu), about 20% faster there but summing in another order,
+// so a sequence alone and in a batch differ in their last bits.
+// EMBER_CUDA_BATCH_INVARIANT=1 takes the tensor cores for every n (a
+// sequence's logits then never depend on its batch).
 bool int8_on_tensor_cores(int64_t n);
 void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 // Expert products: per item (ids, as gemv_int8_experts) or grouped (order,

@@ -6,13 +6,13 @@
 //
 // A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
 // time (Q4_K: 64 elements, two sub-blocks; Q6_K: 8 elements of each of four
-// sub-blocks). A piece's weights are decoded once and multiplied with up to NT
-// tokens, and every token's sums run in the same order whatever NT is.
+// sub-blocks). A piece's weights are decoded once and multiplied with every
+// token of the pass (the kernels here take one).
 //
-// From two tokens on (and at one token with EMBER_CUDA_BATCH_INVARIANT=1) the
-// products take the tensor cores instead (gemv_int8_mma.cu, gemv.h says
-// which); the kernels here then serve one-token steps and the items of
-// ungrouped expert products.
+// These kernels serve one-token steps and the items of ungrouped expert
+// products; from two tokens on, grouped experts, and every step with
+// EMBER_CUDA_BATCH_INVARIANT=1, the products take the tensor cores
+// (gemv_int8_mma.cu; gemv.h says which).
 #include <cstdlib>
 #include <cstring>
 
@@ -27,8 +27,6 @@
 namespace ember::cuda {
 
 namespace {
-
-constexpr int kMaxTile = 8;  // tokens one pass multiplies
 
 // One token's activation row, as the products read it.
 struct ActRow {
@@ -227,35 +225,23 @@ struct Shape {
   static constexpr int kWarps = Warps, kRows = Rows, kUnroll = Unroll, kMinBlocks = MinBlocks;
 };
 
-// Tile blockIdx.y covers tokens [NT * y, NT * y + NT); tokens past n repeat the
-// last one and are not written. Each matrix's rows are computed exactly as in a
-// launch of their own.
-template <GgmlType T, int NT, class S>
+// One token (a one-token step). Each matrix's rows are computed exactly as in a launch of their own.
+template <GgmlType T, class S>
 __global__ void __launch_bounds__(S::kWarps * 32, S::kMinBlocks) gemv_int8_kernel(Fused f, Int8Acts a, bool add) {
   constexpr int R = S::kRows;
   const FusedPart p = fused_part(f, blockIdx.x);
-  const uint8_t* W = p.W;
-  const size_t stride = p.stride;
-  const int64_t rows = p.rows;
-  float* Y = p.Y;
-  const int64_t ldy = p.ldy;
   const int64_t r0 = (int64_t(blockIdx.x - p.first) * S::kWarps + (threadIdx.x >> 5)) * R;
-  if (r0 >= rows) return;
-  const int64_t t0 = int64_t(blockIdx.y) * NT;
-  ActRow x[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) x[t] = act_row(a, min(t0 + t, a.n - 1));
-  float acc[R][NT];
-  rows_dot<T, NT, R, S::kUnroll>(W, stride, r0, rows, a.k / 256, x, acc, true);
+  if (r0 >= p.rows) return;
+  const ActRow x[1] = {act_row(a, 0)};
+  float acc[R][1];
+  rows_dot<T, 1, R, S::kUnroll>(p.W, p.stride, r0, p.rows, a.k / 256, x, acc, true);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-        if (t0 + t < a.n && r0 + r < rows) {
-          float& y = Y[(t0 + t) * ldy + r0 + r];
-          y = add ? y + acc[r][t] : acc[r][t];
-        }
+      if (r0 + r < p.rows) {
+        float& y = p.Y[r0 + r];
+        y = add ? y + acc[r][0] : acc[r][0];
+      }
   }
 }
 
@@ -282,51 +268,11 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(Exper
   }
 }
 
-// One tile of up to kExpertTile items of one expert (blockIdx.y): the expert's
-// rows are read once for all of them; each item's sums run exactly as in
-// gemv_int8_experts_kernel. Items past the tile's count repeat its last item
-// and are not written.
-template <GgmlType T, class S>
-__global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_grouped_kernel(ExpertPair m, size_t stride,
-                                                                          size_t expert_stride, int64_t rows,
-                                                                          const int32_t* order, const int32_t* tiles,
-                                                                          Int8Acts a, int x_div, int64_t ldy) {
-  constexpr int R = S::kRows, NT = kExpertTile;
-  begin_kernel();  // the tiles come from the kernel before
-  const int32_t* tile = tiles + 3 * int64_t(blockIdx.y);
-  const int count = tile[1];
-  if (count == 0) return;
-  const bool second = blockIdx.x >= m.blocks0;
-  const uint8_t* W = second ? m.W[1] : m.W[0];
-  float* Y = second ? m.Y[1] : m.Y[0];
-  const int64_t r0 = (int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * S::kWarps + (threadIdx.x >> 5)) * R;
-  if (r0 >= rows) return;
-  int64_t item[NT];
-  ActRow x[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    item[t] = order[tile[0] + min(t, count - 1)];
-    x[t] = act_row(a, item[t] / x_div);
-  }
-  float acc[R][NT];
-  rows_dot<T, NT, R, S::kUnroll>(W + size_t(tile[2]) * expert_stride, stride, r0, rows, a.k / 256, x, acc, false);
-  if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-        if (t < count && r0 + r < rows) Y[item[t] * ldy + r0 + r] = acc[r][t];
-  }
-}
-
 // Measured on the H200 against six other shapes (2-8 warps, 1-4 rows per warp,
 // 1-4 pieces loaded ahead, register caps through minimum blocks per SM): at
 // one token the others hold more registers for fewer resident warps, or
-// spill. From two tokens on, four rows per warp win (the activations a warp
-// loads serve twice the rows): Q4_K 1.5x at 16 tokens, dense-8b 1.27x at 16
-// sequences (2026-12-02, bench/RESULTS.md).
+// spill (2026-12-02, bench/RESULTS.md).
 using DefaultShape = Shape<4, 2, 1>;
-using BatchShape = Shape<4, 4, 1>;
 
 template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
@@ -352,15 +298,11 @@ void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
 bool has_int8_product(GgmlType t) { return dispatch_int8(t, NoLaunch{}); }
 
 bool int8_on_tensor_cores(int64_t n) {
-  static const bool on = [] {
-    const char* v = std::getenv("EMBER_CUDA_MMA_PRODUCTS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
   static const bool invariant = [] {
     const char* v = std::getenv("EMBER_CUDA_BATCH_INVARIANT");
     return v && std::strcmp(v, "1") == 0;
   }();
-  return on && (invariant || n >= 2);
+  return invariant || n >= 2;
 }
 
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add) {
@@ -376,23 +318,12 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
-  if (has_int8_mma_product(type) && int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
+  if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
+  using S = DefaultShape;
   auto with_format = [&]<GgmlType T>() {
-    auto with_shape = [&]<class S>() {
-      unsigned blocks = 0;
-      const Fused f = make_fused(outs, int64_t(S::kWarps) * S::kRows, blocks);
-      auto go = [&]<int NT>() {
-        launch(gemv_int8_kernel<T, NT, S>, dim3(blocks, unsigned((a.n + NT - 1) / NT)), S::kWarps * 32, 0, s, f, a, add);
-      };
-      if (a.n == 1) go.template operator()<1>();
-      else if (a.n == 2) go.template operator()<2>();
-      else if (a.n <= 4) go.template operator()<4>();
-      else go.template operator()<kMaxTile>();
-    };
-    // Both shapes sum each output in the same order (one piece per lane at a time), so a token's result does not
-    // depend on which one ran.
-    if (a.n == 1) with_shape.template operator()<DefaultShape>();
-    else with_shape.template operator()<BatchShape>();
+    unsigned blocks = 0;
+    const Fused f = make_fused(outs, int64_t(S::kWarps) * S::kRows, blocks);
+    launch(gemv_int8_kernel<T, S>, blocks, S::kWarps * 32, 0, s, f, a, add);
   };
   if (!dispatch_int8(type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
 }
@@ -401,8 +332,7 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
                        cudaStream_t s) {
   if (n_items <= 0) return;
   // Each item multiplies alone.
-  if (has_int8_mma_product(outs[0].W->type) && int8_on_tensor_cores(1))
-    return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
+  if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = DefaultShape;
   const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
   const DeviceMatrix& W = *outs[0].W;
@@ -421,18 +351,7 @@ void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts
 
 void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
-  if (max_tiles <= 0) return;
-  if (max_tiles > 65535) throw Error("CUDA backend: more expert tiles in one step than a grid holds");
-  if (has_int8_mma_product(outs[0].W->type) && int8_on_tensor_cores(kExpertTile))
-    return gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s);
-  using S = BatchShape;
-  const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
-  const DeviceMatrix& W = *outs[0].W;
-  auto with_format = [&]<GgmlType T>() {
-    launch(gemv_int8_grouped_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(max_tiles)), S::kWarps * 32,
-           0, s, m, W.row_stride, W.expert_stride, W.rows, order, tiles, a, x_div, outs[0].ldy);
-  };
-  if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
+  gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s);
 }
 
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,

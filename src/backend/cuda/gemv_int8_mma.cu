@@ -350,8 +350,6 @@ void dispatch(GgmlType t, F&& f) {
 
 }  // namespace
 
-bool has_int8_mma_product(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q6_K; }
-
 void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
   if (a.n <= 0 || outs.empty()) return;
   const GgmlType type = outs[0].W->type;
