@@ -23,6 +23,35 @@ __device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
   return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
 }
+// Q4_K: the 6-bit scale and min of sub-block s (0..7), from the 12 packed
+// scale bytes in words y, z and w of the block's first 16 bytes.
+// `low` is s < 4, passed apart so that a caller decoding two sub-blocks on the
+// same side of 4 can branch once for both (a constant after inlining).
+__device__ __forceinline__ void q4k_scale_min(const uint4& hdr, int s, bool low, int& sc, int& m) {
+  auto byte = [&](int i) -> int {
+    const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
+    return int((word >> (8 * (i & 3))) & 0xFF);
+  };
+  if (low) {
+    sc = byte(s) & 63;
+    m = byte(s + 4) & 63;
+  } else {
+    sc = (byte(s + 4) & 0xF) | ((byte(s - 4) >> 6) << 4);
+    m = (byte(s + 4) >> 4) | ((byte(s) >> 6) << 4);
+  }
+}
+// Q6_K: four codes of sub-block I (0..3) of a half, minus 32, as signed bytes:
+// the low (I < 2) or high nibbles of A (I even) or B (I odd), the words of ql
+// that hold them, under bits 2I, 2I + 1 of the qh word H.
+template <int I>
+__device__ __forceinline__ uint32_t q6k_codes(uint32_t A, uint32_t B, uint32_t H) {
+  static_assert(I >= 0 && I < 4);
+  const uint32_t v = I == 0   ? (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u)
+                     : I == 1 ? (B & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u)
+                     : I == 2 ? ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u)
+                              : ((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
+  return __vsub4(v, 0x20202020u);
+}
 __device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
 // Elements [32c, 32c + 32) of a row in format T into y.
@@ -135,19 +164,8 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, con
       const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
       const uint4* qv = reinterpret_cast<const uint4*>(blk + 16 + 32 * (ib / 2));
       const uint4 q0 = qv[0], q1 = qv[1];
-      // Scale byte i (0..11) of the header's words y, z, w.
-      auto sbyte = [&](int i) -> uint32_t {
-        const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
-        return (word >> (8 * (i & 3))) & 0xFF;
-      };
-      uint32_t sc, m;
-      if (ib < 4) {
-        sc = sbyte(ib) & 63;
-        m = sbyte(ib + 4) & 63;
-      } else {
-        sc = (sbyte(ib + 4) & 0xF) | ((sbyte(ib - 4) >> 6) << 4);
-        m = (sbyte(ib + 4) >> 4) | ((sbyte(ib) >> 6) << 4);
-      }
+      int sc, m;
+      q4k_scale_min(hdr, int(ib), ib < 4, sc, m);
       const float ds = h2f(uint16_t(hdr.x)) * float(sc), dm = h2f(uint16_t(hdr.x >> 16)) * float(m);
       const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
       const int shift = (ib & 1) * 4;

@@ -72,20 +72,14 @@ struct Int8Format<GgmlType::Q4_K> {
       w.lo[i] = words[i] & 0x0F0F0F0Fu;
       w.hi[i] = (words[i] >> 4) & 0x0F0F0F0Fu;
     }
-    auto sbyte = [&](int i) -> int {
-      const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
-      return int((word >> (8 * (i & 3))) & 0xFF);
-    };
-    // Sub-blocks 2pp and 2pp + 1: both below 4 or both from 4 up.
+    // Sub-blocks 2pp and 2pp + 1: both below 4 or both from 4 up, one branch for both.
     const int j0 = 2 * pp, j1 = j0 + 1;
     if (pp < 2) {
-      w.sc0 = sbyte(j0) & 63; w.m0 = sbyte(j0 + 4) & 63;
-      w.sc1 = sbyte(j1) & 63; w.m1 = sbyte(j1 + 4) & 63;
+      q4k_scale_min(hdr, j0, true, w.sc0, w.m0);
+      q4k_scale_min(hdr, j1, true, w.sc1, w.m1);
     } else {
-      w.sc0 = (sbyte(j0 + 4) & 0xF) | ((sbyte(j0 - 4) >> 6) << 4);
-      w.m0 = (sbyte(j0 + 4) >> 4) | ((sbyte(j0) >> 6) << 4);
-      w.sc1 = (sbyte(j1 + 4) & 0xF) | ((sbyte(j1 - 4) >> 6) << 4);
-      w.m1 = (sbyte(j1 + 4) >> 4) | ((sbyte(j1) >> 6) << 4);
+      q4k_scale_min(hdr, j0, false, w.sc0, w.m0);
+      q4k_scale_min(hdr, j1, false, w.sc1, w.m1);
     }
     w.d = h2f(uint16_t(hdr.x));
     w.dmin = h2f(uint16_t(hdr.x >> 16));
@@ -142,11 +136,10 @@ struct Int8Format<GgmlType::Q6_K> {
   __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const uint32_t A = r.A[i], B = r.B[i], H = r.H[i];
-      w.c[0][i] = __vsub4((A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u), 0x20202020u);
-      w.c[1][i] = __vsub4((B & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u), 0x20202020u);
-      w.c[2][i] = __vsub4(((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u), 0x20202020u);
-      w.c[3][i] = __vsub4(((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u), 0x20202020u);
+      w.c[0][i] = q6k_codes<0>(r.A[i], r.B[i], r.H[i]);
+      w.c[1][i] = q6k_codes<1>(r.A[i], r.B[i], r.H[i]);
+      w.c[2][i] = q6k_codes<2>(r.A[i], r.B[i], r.H[i]);
+      w.c[3][i] = q6k_codes<3>(r.A[i], r.B[i], r.H[i]);
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) w.sc[k] = r.sc[k];
@@ -288,10 +281,6 @@ struct NoLaunch {
   void operator()() const {}
 };
 
-void check_acts(const DeviceMatrix& W, const Int8Acts& a) {
-  if (a.k != W.k)
-    throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
-}
 
 }  // namespace
 
@@ -312,10 +301,9 @@ void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, 
 
 void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
   if (a.n <= 0 || outs.empty()) return;
-  if (outs.size() > size_t(kMaxFused)) throw Error("CUDA backend: more int8 products in one launch than " + std::to_string(kMaxFused));
   const GgmlType type = outs[0].W->type;
   for (const Int8Out& o : outs) {
-    check_acts(*o.W, a);
+    check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
   if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);

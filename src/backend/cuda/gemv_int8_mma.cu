@@ -104,20 +104,6 @@ struct MmaFormat<GgmlType::Q4_K> {
       for (int c = 0; c < 4; ++c) r.q[h][c] = *reinterpret_cast<const uint2*>(blk + 16 + 32 * c + 8 * q);
     }
   }
-  // The 6-bit scale and min of sub-block s from the 12 packed bytes.
-  __device__ __forceinline__ static void scale_min(const uint4& hdr, int s, int& sc, int& m) {
-    auto byte = [&](int i) -> int {
-      const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
-      return int((word >> (8 * (i & 3))) & 0xFF);
-    };
-    if (s < 4) {
-      sc = byte(s) & 63;
-      m = byte(s + 4) & 63;
-    } else {
-      sc = (byte(s + 4) & 0xF) | ((byte(s - 4) >> 6) << 4);
-      m = (byte(s + 4) >> 4) | ((byte(s) >> 6) << 4);
-    }
-  }
   __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
     int isum[4] = {0, 0, 0, 0}, imin[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -126,8 +112,8 @@ struct MmaFormat<GgmlType::Q4_K> {
       const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
                              (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
       int sc[2], m[2];
-      scale_min(r.hdr[0], s, sc[0], m[0]);
-      scale_min(r.hdr[1], s, sc[1], m[1]);
+      q4k_scale_min(r.hdr[0], s, s < 4, sc[0], m[0]);
+      q4k_scale_min(r.hdr[1], s, s < 4, sc[1], m[1]);
       const uint32_t am[4] = {uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u, uint32_t(m[0]) * 0x01010101u,
                               uint32_t(m[1]) * 0x01010101u};
       const uint2 b = x.q ? *reinterpret_cast<const uint2*>(x.q + sb * 256 + 32 * s + 8 * q) : make_uint2(0, 0);
@@ -176,14 +162,10 @@ struct MmaFormat<GgmlType::Q6_K> {
       r.d[h] = *reinterpret_cast<const uint16_t*>(blk + 208);
     }
   }
-  // The codes minus 32, as signed bytes, of element group i of word set p.
+  // Codes group i of rows g (h = 0) and g + 8 (h = 1), word set p.
   __device__ __forceinline__ static uint32_t codes(const Raw& r, int h, int p, int i) {
     const uint32_t A = r.ql0[h][p], B = r.ql1[h][p], H = r.qh[h][p];
-    const uint32_t v = i == 0   ? (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u)
-                       : i == 1 ? (B & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u)
-                       : i == 2 ? ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u)
-                                : ((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
-    return __vsub4(v, 0x20202020u);
+    return i == 0 ? q6k_codes<0>(A, B, H) : i == 1 ? q6k_codes<1>(A, B, H) : i == 2 ? q6k_codes<2>(A, B, H) : q6k_codes<3>(A, B, H);
   }
   __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
     int isum[4] = {0, 0, 0, 0};

@@ -1,8 +1,8 @@
-// Several matrices multiplied in one launch. Up to kMaxFused matrices of one
-// format reading the same int8 activations
-// (q/k/v, gate/up): blocks [end[m - 1], end[m]) of
-// the grid's x serve matrix m. Shared by the integer products on the CUDA
-// cores (gemv_int8.cu) and on the tensor cores (gemv_int8_mma.cu).
+// Several matrices multiplied in one launch, shared by the integer products on
+// the CUDA cores (gemv_int8.cu) and on the tensor cores (gemv_int8_mma.cu).
+// Fused: up to kMaxFused matrices of one format reading the same int8
+// activations (q/k/v, gate/up); blocks [end[m - 1], end[m]) of the grid's x
+// serve matrix m.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,8 +45,16 @@ __device__ __forceinline__ FusedPart fused_part(const Fused& f, unsigned bx) {
           m == 0 ? 0u : m == 1 ? f.end[0] : f.end[1]};
 }
 
+// Int8 activations must have as many elements as the rows they meet.
+inline void check_int8_acts(const DeviceMatrix& W, const Int8Acts& a) {
+  if (a.k != W.k)
+    throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
+}
+
 // The launch description of outs, rows_per_block rows of each matrix per block.
 inline Fused make_fused(std::span<const Int8Out> outs, int64_t rows_per_block, unsigned& blocks) {
+  if (outs.size() > size_t(kMaxFused))
+    throw Error("CUDA backend: more int8 products in one launch than " + std::to_string(kMaxFused));
   Fused f{};
   f.n = int(outs.size());
   blocks = 0;
@@ -81,8 +89,7 @@ inline ExpertPair expert_pair(std::span<const Int8Out> outs, const Int8Acts& a, 
   if (W1.type != W0.type || W1.rows != W0.rows || W1.k != W0.k || W1.row_stride != W0.row_stride ||
       W1.expert_stride != W0.expert_stride || o1.ldy != o0.ldy)
     throw Error("CUDA backend: expert tensors paired in one launch must share format and shape");
-  if (a.k != W0.k)
-    throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W0.k));
+  check_int8_acts(W0, a);
   return ExpertPair{{W0.data, W1.data}, {o0.Y, o1.Y}, unsigned((W0.rows + rows_per_block - 1) / rows_per_block)};
 }
 
