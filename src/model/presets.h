@@ -17,6 +17,9 @@ struct Preset {
 
 const std::vector<Preset>& presets();
 const Preset& preset(const std::string& name);  // throws listing the presets
+// The preset cut to its first n layers (1 <= n <= its layers, else throws): the
+// same widths in a smaller file, for quick measurements of one layer's cost.
+Preset first_layers(const Preset& p, int n);
 
 // tokenizer_dir: folder with tokenizer.json (+ tokenizer_config.json); empty: no tokenizer.
 void generate_model(const Preset& p, const std::string& mix, const std::string& tokenizer_dir,

@@ -42,6 +42,7 @@ expect_error bad-id-text      "bad|invalid|id"                -- "$ember" run --
 expect_error prompt-too-long  "context"                       -- "$ember" run --model "$peer" --ctx 8 --ids 1,2,3,4,5,6,7,8,9,10
 expect_error unknown-preset   "preset"                        -- "$ember" gen-model --preset nope -o "$work/x.gguf"
 expect_error unknown-mix      "mix"                           -- "$ember" gen-model --preset tiny --quant Q9 -o "$work/x.gguf"
+expect_error too-many-layers  "layers"                        -- "$ember" gen-model --preset tiny --layers 3 -o "$work/x.gguf"
 expect_error logits-no-model  "cannot open|no such"           -- "$ember" logits --model "$work/nope.gguf" --ids 1 --out "$work/x.npy"
 
 # Hostile inputs reachable from the command line (the hostile-input suite covers the rest).

@@ -11,6 +11,7 @@
 #include "model/presets.h"
 #include "model/quant_mix.h"
 #include "quant/quant.h"
+#include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace ember;
@@ -51,6 +52,28 @@ TEST(GenModel, TinyPresetHasNormalWeightsAndRuns) {
     ASSERT_NE(m->gguf()->find("tokenizer.ggml.tokens"), nullptr);
     EXPECT_EQ(m->gguf()->get_string_array("tokenizer.ggml.tokens").size(), 151936u);  // padded to the embedding
   }
+  fs::remove(out);
+}
+
+TEST(GenModel, FirstLayersKeepsWidths) {
+  const Preset& full = preset("flint-like");
+  const Preset cut = first_layers(full, 3);
+  EXPECT_EQ(cut.desc.n_layers, 3);
+  ASSERT_EQ(cut.desc.layers.size(), 3u);
+  EXPECT_EQ(cut.desc.hidden, full.desc.hidden);
+  EXPECT_EQ(cut.desc.n_experts, full.desc.n_experts);
+  // Its leading dense layers stay dense, the rest keep their experts.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cut.desc.layers[size_t(i)].moe, full.desc.layers[size_t(i)].moe);
+  EXPECT_THROW(first_layers(full, 0), Error);
+  EXPECT_THROW(first_layers(full, full.desc.n_layers + 1), Error);
+
+  const fs::path out = fs::temp_directory_path() / "ember-gen-tiny-1layer.gguf";
+  ThreadPool pool(2);
+  generate_model(first_layers(preset("tiny"), 1), "Q8_0", "", out.string(), 3, pool, false);
+  auto m = Model::load(out.string());
+  EXPECT_EQ(m->desc().n_layers, 1);
+  EXPECT_EQ(m->desc().hidden, preset("tiny").desc.hidden);
+  for (float v : test::all_logits(*m, {1, 2, 3})) ASSERT_TRUE(std::isfinite(v));
   fs::remove(out);
 }
 
