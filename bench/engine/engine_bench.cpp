@@ -2,7 +2,7 @@
 //
 //   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
 //                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
-//                      [--rounds 3] [--json FILE]
+//                      [--rounds 3] [--json FILE] [--host-only]
 //
 // 0. The roofline, measured in the same run: the device's copy bandwidth (and
 //    on CUDA the bf16 matrix rate), so every figure is also a ratio to it
@@ -16,11 +16,15 @@
 //    instead (fewer than B decode in its tail, so the figure is low, never
 //    high), and stderr says so. Reported also as a ratio to the
 //    single-sequence figure of the same round, and the backend's own step time.
-// 2. Prefill: one cold prompt of each --prompt length (time to its first token).
-// 3. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
+// 2. The engine's own host time per decode step: the same kind of requests
+//    through a backend that computes nothing (null_backend.h), so the cost of
+//    scheduling and delivery around each step shows apart from the device's.
+// 3. Prefill: one cold prompt of each --prompt length (time to its first token).
+// 4. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
 //    then A again plus a 40-token question; the return to A is reported as a
 //    share of A's cold prefill time; A's cold prefill also as tokens per second.
 // --step sets the tokens of one engine step (prompt chunks share it).
+// --host-only measures 2 alone (no decoding, prefill or cache figures).
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
 // --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
@@ -40,6 +44,7 @@
 #include "bench/roofline.h"
 #include "bench_util.h"
 #include "engine/engine.h"
+#include "null_backend.h"
 #include "step_costs.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -104,6 +109,7 @@ using bench::parse_list;
 int main(int argc, char** argv) {
   std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts_arg = "128", json_path;
   int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256;
+  bool host_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -117,11 +123,12 @@ int main(int argc, char** argv) {
     else if (a == "--doc") doc = std::stoi(next());
     else if (a == "--step") step = std::max(1, std::stoi(next()));
     else if (a == "--rounds") rounds = std::max(1, std::stoi(next()));
+    else if (a == "--host-only") host_only = true;
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
   }
   if (path.empty()) {
     std::fprintf(stderr, "usage: %s --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8] [--prompt N[,N...]] "
-                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE]\n", argv[0]);
+                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only]\n", argv[0]);
     return 2;
   }
   try {
@@ -188,140 +195,178 @@ int main(int argc, char** argv) {
     }
     engine.wait_idle();
 
-    // The backend alone: one decode step of B sequences (one token each, at
-    // position 63 of its own blocks, greedy picks as the engine asks for them),
-    // median of 9, rounds interleaved over B. Beside the engine's figures it
-    // shows what the scheduling, sampling and delivery around each step cost.
-    // Each sequence feeds its own random token: with one token for all, a MoE
-    // step would route every sequence to the same experts and read far fewer.
-    {
-      const int bs_kv = backend->kv_config().block_size;
-      const int per_seq = (64 + bs_kv - 1) / bs_kv;
-      if (max_b * per_seq <= backend->kv_config().n_blocks) {
-        std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_b));
-        for (int s = 0; s < max_b; ++s)
-          for (int i = 0; i < per_seq; ++i) tables[size_t(s)].push_back(s * per_seq + i);
-        const std::vector<int32_t> toks = random_ids(max_b, 4242, vocab);
-        std::vector<std::vector<double>> step_s(bs.size());
-        for (int rep = 0; rep < 9; ++rep)
+    uint32_t seed = 1;  // distinct prompts throughout: no cache hits
+    if (!host_only) {  // the device's figures
+      // The backend alone: one decode step of B sequences (one token each, at
+      // position 63 of its own blocks, greedy picks as the engine asks for them),
+      // median of 9, rounds interleaved over B. Beside the engine's figures it
+      // shows what the scheduling, sampling and delivery around each step cost.
+      // Each sequence feeds its own random token: with one token for all, a MoE
+      // step would route every sequence to the same experts and read far fewer.
+      {
+        const int bs_kv = backend->kv_config().block_size;
+        const int per_seq = (64 + bs_kv - 1) / bs_kv;
+        if (max_b * per_seq <= backend->kv_config().n_blocks) {
+          std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_b));
+          for (int s = 0; s < max_b; ++s)
+            for (int i = 0; i < per_seq; ++i) tables[size_t(s)].push_back(s * per_seq + i);
+          const std::vector<int32_t> toks = random_ids(max_b, 4242, vocab);
+          std::vector<std::vector<double>> step_s(bs.size());
+          for (int rep = 0; rep < 9; ++rep)
+            for (size_t bi = 0; bi < bs.size(); ++bi) {
+              StepBatch batch;
+              for (int s = 0; s < bs[bi]; ++s)
+                batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::LastArgmax});
+              const auto t0 = Clock::now();
+              backend->forward(batch);
+              step_s[bi].push_back(since(t0, Clock::now()));
+            }
+          std::printf("| sequences | backend step ms (median of 9) | tok/s | vs 1 sequence | %% of roofline |\n|---|---|---|---|---|\n");
+          const double one = median(step_s[0]);
           for (size_t bi = 0; bi < bs.size(); ++bi) {
-            StepBatch batch;
-            for (int s = 0; s < bs[bi]; ++s)
-              batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::LastArgmax});
-            const auto t0 = Clock::now();
-            backend->forward(batch);
-            step_s[bi].push_back(since(t0, Clock::now()));
+            const double sec = median(step_s[bi]), tps = bs[bi] / sec, pct = 100 * tps / decode_roofline(bs[bi], 64);
+            std::printf("| %d | %.3f | %.1f | %.2fx | %.1f |\n", bs[bi], 1e3 * sec, tps, tps / (1.0 / one), pct);
+            out["backend_step"].push_back({{"sequences", bs[bi]}, {"ms", 1e3 * sec}, {"tok_s", tps}, {"pct_roofline", pct}});
           }
-        std::printf("| sequences | backend step ms (median of 9) | tok/s | vs 1 sequence | %% of roofline |\n|---|---|---|---|---|\n");
-        const double one = median(step_s[0]);
-        for (size_t bi = 0; bi < bs.size(); ++bi) {
-          const double sec = median(step_s[bi]), tps = bs[bi] / sec, pct = 100 * tps / decode_roofline(bs[bi], 64);
-          std::printf("| %d | %.3f | %.1f | %.2fx | %.1f |\n", bs[bi], 1e3 * sec, tps, tps / (1.0 / one), pct);
-          out["backend_step"].push_back({{"sequences", bs[bi]}, {"ms", 1e3 * sec}, {"tok_s", tps}, {"pct_roofline", pct}});
+          std::printf("\n");
         }
-        std::printf("\n");
       }
-    }
 
-    std::printf("## %s, %s backend, %d threads\n\n", path.c_str(), backend->name(), threads);
-    std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline |\n"
-                "|---|---|---|---|---|\n", rounds);
-    std::vector<std::vector<double>> rates(bs.size());
-    uint32_t seed = 1;
-    for (int round = 0; round < rounds; ++round) {
-      for (size_t bi = 0; bi < bs.size(); ++bi) {
-        std::vector<GenerationRequest> reqs;
-        for (int i = 0; i < bs[bi]; ++i) {
-          GenerationRequest r;
-          r.prompt = random_ids(prompt_len, seed++, vocab);  // distinct: no cache hits
-          r.max_tokens = decode;
-          r.ignore_eos = true;
-          reqs.push_back(r);
-        }
-        const auto t = run_all(engine, reqs);
-        // The window in which every request is decoding: from the last first token to the first last token.
-        Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
-        for (const Timing& x : t) {
-          start = std::max(start, x.first);
-          all_end = std::min(all_end, x.last);
-          last_end = std::max(last_end, x.last);
-        }
-        auto arrived = [&](Clock::time_point end) {
-          int64_t n = 0;
-          for (const Timing& x : t)
-            n += std::count_if(x.arrivals.begin(), x.arrivals.end(), [&](Clock::time_point a) { return a > start && a <= end; });
-          return n;
-        };
-        Clock::time_point end = all_end;
-        int64_t tokens = arrived(end);
-        const bool tail = tokens < bs[bi];
-        if (tail) tokens = arrived(end = last_end);
-        if (tokens == 0 || !(end > start)) {  // every token came in one delivery: the client was not scheduled in time
-          std::fprintf(stderr, "round %d, %d sequences: no token arrived after the last first one; not measured\n", round + 1, bs[bi]);
-          continue;
-        }
-        rates[bi].push_back(double(tokens) / since(start, end));
-        std::fprintf(stderr, "round %d, %d sequences: %.2f tok/s%s\n", round + 1, bs[bi], rates[bi].back(),
-                     tail ? " (the requests hardly overlapped: measured up to the last token)" : "");
-      }
-    }
-    auto median_or_nan = [](const std::vector<double>& v) { return v.empty() ? std::nan("") : median(v); };
-    const double base = median_or_nan(rates[0]);
-    const double context = prompt_len + decode / 2.0;  // the average context while decoding
-    for (size_t bi = 0; bi < bs.size(); ++bi) {
-      const double r = median_or_nan(rates[bi]), roof = decode_roofline(bs[bi], context);
-      std::printf("| %d | %.2f | %.2f | %.2fx | %.1f |\n", bs[bi], r, r / bs[bi], r / base, 100 * r / roof);
-      out["decode"].push_back({{"sequences", bs[bi]}, {"prompt", prompt_len}, {"new_tokens", decode}, {"tok_s", r},
-                               {"roofline_tok_s", roof}, {"pct_roofline", 100 * r / roof}});
-    }
-
-    // Prefill: one cold prompt of each length, its time to first token.
-    std::printf("\n| prompt tokens | prefill s (median of %d) | tok/s | TFLOP/s | %% of bf16 rate |\n|---|---|---|---|---|\n",
-                rounds);
-    for (int n : prompts) {
-      std::vector<double> secs;
+      std::printf("## %s, %s backend, %d threads\n\n", path.c_str(), backend->name(), threads);
+      std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline |\n"
+                  "|---|---|---|---|---|\n", rounds);
+      std::vector<std::vector<double>> rates(bs.size());
       for (int round = 0; round < rounds; ++round) {
-        GenerationRequest r;
-        r.prompt = random_ids(n, seed++, vocab);
-        r.max_tokens = 1;
-        r.ignore_eos = true;
-        auto st = engine.submit(r);
-        const auto t0 = Clock::now();
-        secs.push_back(since(t0, drain(*st).first));
+        for (size_t bi = 0; bi < bs.size(); ++bi) {
+          std::vector<GenerationRequest> reqs;
+          for (int i = 0; i < bs[bi]; ++i) {
+            GenerationRequest r;
+            r.prompt = random_ids(prompt_len, seed++, vocab);  // distinct: no cache hits
+            r.max_tokens = decode;
+            r.ignore_eos = true;
+            reqs.push_back(r);
+          }
+          const auto t = run_all(engine, reqs);
+          // The window in which every request is decoding: from the last first token to the first last token.
+          Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
+          for (const Timing& x : t) {
+            start = std::max(start, x.first);
+            all_end = std::min(all_end, x.last);
+            last_end = std::max(last_end, x.last);
+          }
+          auto arrived = [&](Clock::time_point end) {
+            int64_t n = 0;
+            for (const Timing& x : t)
+              n += std::count_if(x.arrivals.begin(), x.arrivals.end(), [&](Clock::time_point a) { return a > start && a <= end; });
+            return n;
+          };
+          Clock::time_point end = all_end;
+          int64_t tokens = arrived(end);
+          const bool tail = tokens < bs[bi];
+          if (tail) tokens = arrived(end = last_end);
+          if (tokens == 0 || !(end > start)) {  // every token came in one delivery: the client was not scheduled in time
+            std::fprintf(stderr, "round %d, %d sequences: no token arrived after the last first one; not measured\n", round + 1, bs[bi]);
+            continue;
+          }
+          rates[bi].push_back(double(tokens) / since(start, end));
+          std::fprintf(stderr, "round %d, %d sequences: %.2f tok/s%s\n", round + 1, bs[bi], rates[bi].back(),
+                       tail ? " (the requests hardly overlapped: measured up to the last token)" : "");
+        }
       }
-      const double sec = median(secs), tflops = n * bench::prefill_flops_per_token(costs, n) / sec / 1e12;
-      std::printf("| %d | %.3f | %.0f | %.1f | %s |\n", n, sec, n / sec, tflops,
-                  bf16 ? std::to_string(int(std::lround(100 * tflops / *bf16))).c_str() : "-");
-      out["prefill"].push_back({{"tokens", n}, {"seconds", sec}, {"tok_s", n / sec}, {"tflops", tflops},
-                                {"pct_bf16", bf16 ? nlohmann::json(100 * tflops / *bf16) : nlohmann::json(nullptr)}});
+      auto median_or_nan = [](const std::vector<double>& v) { return v.empty() ? std::nan("") : median(v); };
+      const double base = median_or_nan(rates[0]);
+      const double context = prompt_len + decode / 2.0;  // the average context while decoding
+      for (size_t bi = 0; bi < bs.size(); ++bi) {
+        const double r = median_or_nan(rates[bi]), roof = decode_roofline(bs[bi], context);
+        std::printf("| %d | %.2f | %.2f | %.2fx | %.1f |\n", bs[bi], r, r / bs[bi], r / base, 100 * r / roof);
+        out["decode"].push_back({{"sequences", bs[bi]}, {"prompt", prompt_len}, {"new_tokens", decode}, {"tok_s", r},
+                                 {"roofline_tok_s", roof}, {"pct_roofline", 100 * r / roof}});
+      }
+
     }
 
-    if (doc > 0) {
-      auto one = [&](std::vector<int32_t> prompt) {
-        GenerationRequest r;
-        r.prompt = std::move(prompt);
-        r.max_tokens = 1;
-        r.ignore_eos = true;
-        auto s = engine.submit(r);
-        const auto t0 = Clock::now();
-        const Timing t = drain(*s);
-        return std::pair{since(t0, t.first), t.cached};
-      };
-      const auto A = random_ids(doc, 7777, vocab), B = random_ids(doc, 8888, vocab);
-      auto q = random_ids(40, 4242, vocab);
-      std::vector<int32_t> A2 = A;
-      A2.insert(A2.end(), q.begin(), q.end());
-      const auto [cold_a, c0] = one(A);
-      const auto [cold_b, c1] = one(B);
-      const auto [back_a, reused] = one(A2);
-      std::printf("\n| prefix cache, %d-token documents | seconds | tokens from the cache |\n|---|---|---|\n", doc);
-      std::printf("| A cold | %.2f | %lld |\n| B cold | %.2f | %lld |\n| A + 40-token question | %.3f | %lld |\n", cold_a, (long long)c0,
-                  cold_b, (long long)c1, back_a, (long long)reused);
-      std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
-      std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a, step);
-      std::fflush(stdout);
-      out["prefix_cache"] = {{"document", doc}, {"a_cold_s", cold_a}, {"b_cold_s", cold_b}, {"return_s", back_a},
-                             {"reused", reused}};
+    // The engine's own cost per decode step on the host: B requests driven
+    // through a backend that computes nothing (null_backend.h); 8-token prompts,
+    // so that nearly every step is a decode step.
+    {
+      bench::NullBackend null(*backend);
+      Engine host_engine(null, nullptr, eo);
+      std::printf("\n| sequences | engine host time per decode step, us (null backend, median of %d) | per token, us |\n"
+                  "|---|---|---|\n", rounds);
+      for (int b : bs) {
+        std::vector<double> per_step;
+        for (int round = 0; round < rounds; ++round) {
+          std::vector<GenerationRequest> reqs;
+          for (int i = 0; i < b; ++i) {
+            GenerationRequest r;
+            r.prompt = random_ids(8, seed++, vocab);
+            r.max_tokens = decode;
+            r.ignore_eos = true;
+            reqs.push_back(r);
+          }
+          const int64_t steps0 = host_engine.stats().steps;
+          const auto t0 = Clock::now();
+          run_all(host_engine, reqs);
+          host_engine.wait_idle();
+          const int64_t steps = host_engine.stats().steps - steps0;
+          if (steps > 0) per_step.push_back(since(t0, Clock::now()) / double(steps));
+        }
+        if (per_step.empty()) continue;
+        const double us = 1e6 * median(per_step);
+        std::printf("| %d | %.1f | %.2f |\n", b, us, us / b);
+        out["host_step"].push_back({{"sequences", b}, {"us_per_step", us}, {"us_per_token", us / b}});
+      }
+    }
+
+    if (!host_only) {
+      // Prefill: one cold prompt of each length, its time to first token.
+      std::printf("\n| prompt tokens | prefill s (median of %d) | tok/s | TFLOP/s | %% of bf16 rate |\n|---|---|---|---|---|\n",
+                  rounds);
+      for (int n : prompts) {
+        std::vector<double> secs;
+        for (int round = 0; round < rounds; ++round) {
+          GenerationRequest r;
+          r.prompt = random_ids(n, seed++, vocab);
+          r.max_tokens = 1;
+          r.ignore_eos = true;
+          auto st = engine.submit(r);
+          const auto t0 = Clock::now();
+          secs.push_back(since(t0, drain(*st).first));
+        }
+        const double sec = median(secs), tflops = n * bench::prefill_flops_per_token(costs, n) / sec / 1e12;
+        std::printf("| %d | %.3f | %.0f | %.1f | %s |\n", n, sec, n / sec, tflops,
+                    bf16 ? std::to_string(int(std::lround(100 * tflops / *bf16))).c_str() : "-");
+        out["prefill"].push_back({{"tokens", n}, {"seconds", sec}, {"tok_s", n / sec}, {"tflops", tflops},
+                                  {"pct_bf16", bf16 ? nlohmann::json(100 * tflops / *bf16) : nlohmann::json(nullptr)}});
+      }
+
+      if (doc > 0) {
+        auto one = [&](std::vector<int32_t> prompt) {
+          GenerationRequest r;
+          r.prompt = std::move(prompt);
+          r.max_tokens = 1;
+          r.ignore_eos = true;
+          auto s = engine.submit(r);
+          const auto t0 = Clock::now();
+          const Timing t = drain(*s);
+          return std::pair{since(t0, t.first), t.cached};
+        };
+        const auto A = random_ids(doc, 7777, vocab), B = random_ids(doc, 8888, vocab);
+        auto q = random_ids(40, 4242, vocab);
+        std::vector<int32_t> A2 = A;
+        A2.insert(A2.end(), q.begin(), q.end());
+        const auto [cold_a, c0] = one(A);
+        const auto [cold_b, c1] = one(B);
+        const auto [back_a, reused] = one(A2);
+        std::printf("\n| prefix cache, %d-token documents | seconds | tokens from the cache |\n|---|---|---|\n", doc);
+        std::printf("| A cold | %.2f | %lld |\n| B cold | %.2f | %lld |\n| A + 40-token question | %.3f | %lld |\n", cold_a, (long long)c0,
+                    cold_b, (long long)c1, back_a, (long long)reused);
+        std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
+        std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a, step);
+        std::fflush(stdout);
+        out["prefix_cache"] = {{"document", doc}, {"a_cold_s", cold_a}, {"b_cold_s", cold_b}, {"return_s", back_a},
+                               {"reused", reused}};
+      }
     }
     if (!json_path.empty()) {
       std::ofstream f(json_path);

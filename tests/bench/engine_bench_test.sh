@@ -30,6 +30,17 @@ const lens = r.prefill.map(p => p.tokens).join();
 if (lens !== '24,70') fail(`prefill rows for ${lens}`);
 for (const p of r.prefill) { pos(p.tok_s, 'prefill tok/s'); pos(p.tflops, 'prefill TFLOP/s'); if (p.pct_bf16 !== null) fail('bf16 % on the CPU'); }
 if (r.prefix_cache.reused !== 40) fail(`the return to A reused ${r.prefix_cache.reused} of 40 tokens`);
+if (r.host_step.map(h => h.sequences).join() !== '1,3') fail('host step rows');
+for (const h of r.host_step) { pos(h.us_per_step, 'host us per step'); pos(h.us_per_token, 'host us per token'); }
+JS
+# --host-only: the engine's host cost alone, none of the device's figures.
+"$bench" --model "$model" --backend cpu --threads 1 --batch 2 --decode 16 --rounds 1 --host-only \
+  --json "$work/host.json" >"$work/host.txt" 2>&1 || { cat "$work/host.txt"; exit 1; }
+node - "$work/host.json" <<'JS'
+const r = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const fail = m => { console.error('FAIL --host-only: ' + m); process.exit(1); };
+if (r.decode || r.prefill || r.backend_step) fail('device figures in a host-only run');
+if (!(r.host_step.length === 1 && r.host_step[0].sequences === 2 && r.host_step[0].us_per_step > 0)) fail(JSON.stringify(r.host_step));
 JS
 grep -q "% of roofline" "$work/out.txt" || { echo "FAIL: no roofline column in the text report"; exit 1; }
 echo "ok"
