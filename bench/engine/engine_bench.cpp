@@ -66,6 +66,19 @@ std::vector<int32_t> random_ids(int n, uint32_t seed, int vocab) {
   return v;
 }
 
+// n requests that decode max_tokens tokens each (end-of-generation ignored)
+// after distinct random prompts of prompt_len tokens (no cache hits): seed
+// moves on by n.
+std::vector<GenerationRequest> decoding_requests(int n, int prompt_len, int max_tokens, uint32_t& seed, int vocab) {
+  std::vector<GenerationRequest> reqs(static_cast<size_t>(n));
+  for (GenerationRequest& r : reqs) {
+    r.prompt = random_ids(prompt_len, seed++, vocab);
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+  }
+  return reqs;
+}
+
 struct Timing {
   Clock::time_point first, last;
   int64_t cached = 0;
@@ -238,15 +251,7 @@ int main(int argc, char** argv) {
       std::vector<std::vector<double>> rates(bs.size());
       for (int round = 0; round < rounds; ++round) {
         for (size_t bi = 0; bi < bs.size(); ++bi) {
-          std::vector<GenerationRequest> reqs;
-          for (int i = 0; i < bs[bi]; ++i) {
-            GenerationRequest r;
-            r.prompt = random_ids(prompt_len, seed++, vocab);  // distinct: no cache hits
-            r.max_tokens = decode;
-            r.ignore_eos = true;
-            reqs.push_back(r);
-          }
-          const auto t = run_all(engine, reqs);
+          const auto t = run_all(engine, decoding_requests(bs[bi], prompt_len, decode, seed, vocab));
           // The window in which every request is decoding: from the last first token to the first last token.
           Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
           for (const Timing& x : t) {
@@ -282,7 +287,6 @@ int main(int argc, char** argv) {
         out["decode"].push_back({{"sequences", bs[bi]}, {"prompt", prompt_len}, {"new_tokens", decode}, {"tok_s", r},
                                  {"roofline_tok_s", roof}, {"pct_roofline", 100 * r / roof}});
       }
-
     }
 
     // The engine's own cost per decode step on the host: B requests driven
@@ -296,14 +300,7 @@ int main(int argc, char** argv) {
       for (int b : bs) {
         std::vector<double> per_step;
         for (int round = 0; round < rounds; ++round) {
-          std::vector<GenerationRequest> reqs;
-          for (int i = 0; i < b; ++i) {
-            GenerationRequest r;
-            r.prompt = random_ids(8, seed++, vocab);
-            r.max_tokens = decode;
-            r.ignore_eos = true;
-            reqs.push_back(r);
-          }
+          const auto reqs = decoding_requests(b, 8, decode, seed, vocab);
           const int64_t steps0 = host_engine.stats().steps;
           const auto t0 = Clock::now();
           run_all(host_engine, reqs);

@@ -6,7 +6,6 @@
 // so on a GPU this cost adds to every step's time; it is what overlapping the
 // host's work with the device's would win back.
 #pragma once
-#include <algorithm>
 #include <vector>
 
 #include "engine/backend.h"

@@ -62,8 +62,10 @@ TEST(GenModel, FirstLayersKeepsWidths) {
   ASSERT_EQ(cut.desc.layers.size(), 3u);
   EXPECT_EQ(cut.desc.hidden, full.desc.hidden);
   EXPECT_EQ(cut.desc.n_experts, full.desc.n_experts);
-  // Its leading dense layers stay dense, the rest keep their experts.
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(cut.desc.layers[size_t(i)].moe, full.desc.layers[size_t(i)].moe);
+  // Its two leading dense layers stay dense, the third keeps its experts.
+  EXPECT_FALSE(cut.desc.layers[0].moe);
+  EXPECT_FALSE(cut.desc.layers[1].moe);
+  EXPECT_TRUE(cut.desc.layers[2].moe);
   EXPECT_THROW(first_layers(full, 0), Error);
   EXPECT_THROW(first_layers(full, full.desc.n_layers + 1), Error);
 
