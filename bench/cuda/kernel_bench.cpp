@@ -2,9 +2,12 @@
 //
 //   ember_bench_cuda_kernels [--rows 14336] [--k 4096] [--tokens 1,2,4,8,16] [--formats Q4_K,Q6_K]
 //
-// For each weight format: one product of a rows x k matrix with n activation
-// rows, median of 50 after warm-up, timed with events; four copies of the
-// matrix in turn so the 60 MB L2 cannot hold it. Reports GB/s of weights
+// For each weight format: products of a rows x k matrix with n activation
+// rows, launched back to back as a decode step runs them (16 per timed run,
+// median of 30 runs after warm-up, events around each run), over enough copies
+// of the matrix in turn (at least 256 MB) that the 50 MB L2 cannot hold them.
+// Timing launches one at a time instead would add each launch's own latency,
+// which a captured step does not pay. Reports GB/s of weights
 // read and the ratio to the copy bandwidth (bytes read + written by a 1 GiB
 // device-to-device copy), the ceiling of a memory-bound kernel.
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_layout.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
 #include "bench_util.h"
@@ -27,21 +31,23 @@ using namespace ember::cuda;
 
 namespace {
 
+// Median milliseconds per call of f(i), timed over runs of `per_run` consecutive calls.
 template <class F>
-double median_ms(int reps, F&& f) {
+double median_ms(int runs, int per_run, F&& f) {
   cudaEvent_t a, b;
   EMBER_CUDA_CHECK(cudaEventCreate(&a));
   EMBER_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<float> ms;
-  for (int i = 0; i < 5; ++i) f(i);
-  for (int i = 0; i < reps; ++i) {
+  int call = 0;
+  for (int i = 0; i < 2 * per_run; ++i) f(call++);
+  for (int r = 0; r < runs; ++r) {
     EMBER_CUDA_CHECK(cudaEventRecord(a));
-    f(i);
+    for (int i = 0; i < per_run; ++i) f(call++);
     EMBER_CUDA_CHECK(cudaEventRecord(b));
     EMBER_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
     EMBER_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
+    ms.push_back(t / float(per_run));
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
     const size_t copy_bytes = size_t(1) << 30;
     DeviceBuffer c0(copy_bytes), c1(copy_bytes);
     EMBER_CUDA_CHECK(cudaMemset(c0.get(), 1, copy_bytes));
-    const double copy_ms = median_ms(20, [&](int) {
+    const double copy_ms = median_ms(20, 1, [&](int) {
       EMBER_CUDA_CHECK(cudaMemcpyAsync(c1.get(), c0.get(), copy_bytes, cudaMemcpyDeviceToDevice));
     });
     const double copy_gbs = 2.0 * double(copy_bytes) / (copy_ms * 1e-3) / 1e9;
@@ -104,9 +110,11 @@ int main(int argc, char** argv) {
       }
       for (int64_t r = 64; r < rows; ++r) std::copy_n(host.data() + size_t(r % 64) * stride, stride, host.data() + size_t(r) * stride);
       std::vector<DeviceBuffer> copies;
-      for (int i = 0; i < 4; ++i) {
+      const size_t n_copies = std::max<size_t>(4, ((size_t(256) << 20) + bytes - 1) / bytes);
+      for (size_t i = 0; i < n_copies; ++i) {
         copies.emplace_back(bytes);
         EMBER_CUDA_CHECK(cudaMemcpy(copies.back().get(), host.data(), bytes, cudaMemcpyHostToDevice));
+        to_device_layout(type, copies.back().get<uint8_t>(), bytes, nullptr);
       }
       // The float product, then (where the format has one) the integer product,
       // its activation rounding included in the time.
@@ -114,8 +122,8 @@ int main(int argc, char** argv) {
         if (int8 && !has_int8_product(type)) continue;
         std::printf("| %s%s | %.1f |", type_name(type), int8 ? " int8" : "", double(bytes) / 1e6);
         for (int n : ns) {
-          const double ms = median_ms(50, [&](int i) {
-            DeviceMatrix m{type, copies[size_t(i % 4)].get<uint8_t>(), k, rows, stride, 0};
+          const double ms = median_ms(30, 16, [&](int i) {
+            DeviceMatrix m{type, copies[size_t(i) % n_copies].get<uint8_t>(), k, rows, stride, 0};
             if (int8) {
               const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
               gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr, &a);

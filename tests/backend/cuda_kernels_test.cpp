@@ -32,6 +32,7 @@ namespace {
 
 using test::download;
 using test::upload;
+using test::upload_in_device_layout;
 
 // The IQ codebooks in device memory, as the backend uploads them.
 struct Tables {
@@ -125,7 +126,7 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
   for (GgmlType type : formats) {
     const int64_t rows = 37, k = 768;  // 3 super-blocks, 24 chunks: lanes 24..31 idle
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     for (int64_t n : {1, 2, 3, 8, 13}) {
       const std::vector<float> x = random_floats(n * k, rng);
@@ -149,7 +150,7 @@ TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
     const int64_t rows = 64, k = 512;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     DeviceBuffer dx = upload(random_floats(19 * k, rng));
     std::vector<std::vector<float>> results;
@@ -174,7 +175,7 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
     experts.push_back(random_matrix(GgmlType::Q4_K, rows, k, rng));
     packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
   }
-  DeviceBuffer w = upload(packed);
+  DeviceBuffer w = upload_in_device_layout(GgmlType::Q4_K, packed);
   DeviceMatrix dm{GgmlType::Q4_K, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
   const std::vector<int32_t> ids = {4, 0, 2, 4, 1, 3};  // token t's experts: ids[2t], ids[2t+1]
   const std::vector<float> x = random_floats(n_tok * k, rng);
@@ -240,7 +241,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
    for (int64_t k : {768, 8192}) {
     const int64_t rows = 37;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
       const std::vector<float> x = random_floats(n * k, rng);
@@ -292,7 +293,7 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
     std::vector<DeviceMatrix> dm;
     for (int64_t r : rows) {
       hm.push_back(random_matrix(type, r, k, rng));
-      w.push_back(upload(hm.back().bytes));
+      w.push_back(upload_in_device_layout(type, hm.back().bytes));
     }
     for (size_t i = 0; i < rows.size(); ++i) dm.push_back({type, w[i].get<uint8_t>(), k, rows[i], hm[i].stride, 0});
     for (int64_t n : {1, 3, 13}) {
@@ -369,7 +370,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         per_expert = m.bytes.size();
         (e < E ? packed : packed2).insert((e < E ? packed : packed2).end(), m.bytes.begin(), m.bytes.end());
       }
-      DeviceBuffer w = upload(packed), w2 = upload(packed2);
+      DeviceBuffer w = upload_in_device_layout(type, packed), w2 = upload_in_device_layout(type, packed2);
       const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, stride, per_expert};
       const DeviceMatrix dm2{type, w2.get<uint8_t>(), k, rows, stride, per_expert};
       for (const int x_div : {K, 1}) {
@@ -439,7 +440,7 @@ TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
       experts.push_back(random_matrix(type, rows, k, rng));
       packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
     }
-    DeviceBuffer w = upload(packed);
+    DeviceBuffer w = upload_in_device_layout(type, packed);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
     const std::vector<int32_t> ids = {3, 0, 2, 3, 1, 2};
     const std::vector<float> x = random_floats(n_tok * k, rng);
@@ -501,7 +502,7 @@ TEST_F(CudaKernels, ProductsAddOntoTheirOutput) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
     const int64_t rows = 40, k = 512, n = 3;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     const std::vector<float> x = random_floats(n * k, rng), base = random_floats(n * rows, rng);
     DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k)), plain(size_t(n * rows) * 4), added = upload(base);
@@ -526,7 +527,7 @@ TEST_F(CudaKernels, TensorCoreProductsMatchTheReference) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32}) {
     const int64_t rows = 301, k = 768;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     TensorCoreGemm gemm(rows * k, 200, k, s);
     for (int64_t n : {65, 130, 200}) {
@@ -559,7 +560,7 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
   for (GgmlType type : {GgmlType::Q6_K, GgmlType::BF16, GgmlType::IQ4_NL}) {
     const int64_t rows = 50, k = 256;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload(m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     const std::vector<int32_t> ids = {49, 0, 17, 17};
     DeviceBuffer dids = upload(ids), dy(ids.size() * size_t(k) * 4);
@@ -574,6 +575,40 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
         ASSERT_NEAR(y[t * size_t(k) + size_t(j)], ref, 1e-6f * std::fabs(ref) + 1e-30f) << type_name(type);
       }
   }
+}
+
+// Q4_K's scales and mins are re-encoded on the device (device_layout.h): every
+// bit pattern of the 12 packed bytes must decode as the CPU decodes the file.
+// Random bytes rather than a quantiser's output, so the high bits that
+// sub-blocks 4..7 keep in bytes 0..7 take every value.
+TEST_F(CudaKernels, Q4KDeviceLayoutKeepsEveryScaleAndMin) {
+  ASSERT_TRUE(has_device_layout(GgmlType::Q4_K));
+  std::mt19937 rng(41);
+  Tables tab;
+  const int64_t rows = 96, k = 512;
+  HostMatrix m{GgmlType::Q4_K, rows, k, row_bytes(GgmlType::Q4_K, k), {}, {}};
+  m.bytes.resize(m.stride * size_t(rows));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
+  auto* blocks = reinterpret_cast<quant::BlockQ4_K*>(m.bytes.data());
+  for (size_t b = 0; b < m.bytes.size() / sizeof(quant::BlockQ4_K); ++b) {
+    blocks[b].d = 0x2400;     // 2^-6
+    blocks[b].dmin = 0x1C00;  // 2^-8
+  }
+  m.decoded.resize(size_t(rows * k));
+  for (int64_t r = 0; r < rows; ++r)
+    quant::dequantize_row(GgmlType::Q4_K, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
+  DeviceBuffer w = upload_in_device_layout(GgmlType::Q4_K, m.bytes);
+  DeviceMatrix dm{GgmlType::Q4_K, w.get<uint8_t>(), k, rows, m.stride, 0};
+  std::vector<int32_t> ids(static_cast<size_t>(rows));
+  for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
+  DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
+  EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+  gather_rows(dm, tab.t, dids.get<int32_t>(), rows, 1.f, dy.get<float>(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = download<float>(dy, size_t(rows * k));
+  // Powers of two times small integers: exact in float on both sides.
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], m.decoded[i]) << "element " << i;
 }
 
 // The GPU's greedy pick against the host's greedy_id() on rows built to catch

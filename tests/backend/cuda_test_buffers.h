@@ -7,6 +7,8 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_layout.h"
+#include "quant/types.h"
 
 namespace ember::cuda::test {
 
@@ -15,6 +17,15 @@ template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
   DeviceBuffer b(std::max<size_t>(1, v.size()) * sizeof(T));
   if (!v.empty()) EMBER_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+// Weights of format t as read from a file, in the layout the device keeps them
+// (device_layout.h), as the backend's weight upload leaves them.
+inline DeviceBuffer upload_in_device_layout(GgmlType t, const std::vector<uint8_t>& bytes) {
+  DeviceBuffer b = upload(bytes);
+  to_device_layout(t, b.get<uint8_t>(), bytes.size(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
   return b;
 }
 

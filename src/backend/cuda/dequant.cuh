@@ -23,22 +23,22 @@ __device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
   return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
 }
-// Q4_K: the 6-bit scale and min of sub-block s (0..7), from the 12 packed
-// scale bytes in words y, z and w of the block's first 16 bytes.
-// `low` is s < 4, passed apart so that a caller decoding two sub-blocks on the
-// same side of 4 can branch once for both (a constant after inlining).
-__device__ __forceinline__ void q4k_scale_min(const uint4& hdr, int s, bool low, int& sc, int& m) {
-  auto byte = [&](int i) -> int {
-    const uint32_t word = i < 4 ? hdr.y : i < 8 ? hdr.z : hdr.w;
-    return int((word >> (8 * (i & 3))) & 0xFF);
-  };
-  if (low) {
-    sc = byte(s) & 63;
-    m = byte(s + 4) & 63;
-  } else {
-    sc = (byte(s + 4) & 0xF) | ((byte(s - 4) >> 6) << 4);
-    m = (byte(s + 4) >> 4) | ((byte(s) >> 6) << 4);
-  }
+// Q4_K as the GPU keeps it (device_layout.h): the file's 12 packed scale
+// bytes (words y, z and w of the block's first 16 bytes) are re-encoded at
+// load so that sub-block s's scale and min are bits [12s, 12s + 6) and
+// [12s + 6, 12s + 12) of those 96 bits. The low bits of the result are
+// sub-block s's fields, then sub-block s + 1's (bits 12..23); higher bits are
+// not its own. One funnel shift instead of ggml's byte juggling: in the
+// one-token products that juggling was about a third of the instructions
+// per weight.
+__device__ __forceinline__ uint32_t q4k_scale_bits(const uint4& hdr, int s) {
+  const int bit = 12 * s, word = bit >> 5;
+  return __funnelshift_r(word == 0 ? hdr.y : word == 1 ? hdr.z : hdr.w, word == 0 ? hdr.z : hdr.w, bit);
+}
+__device__ __forceinline__ void q4k_scale_min(const uint4& hdr, int s, int& sc, int& m) {
+  const uint32_t v = q4k_scale_bits(hdr, s);
+  sc = int(v & 63);
+  m = int((v >> 6) & 63);
 }
 // Q6_K: four codes of sub-block I (0..3) of a half, minus 32, as signed bytes:
 // the low (I < 2) or high nibbles of A (I even) or B (I odd), the words of ql
@@ -165,7 +165,7 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, con
       const uint4* qv = reinterpret_cast<const uint4*>(blk + 16 + 32 * (ib / 2));
       const uint4 q0 = qv[0], q1 = qv[1];
       int sc, m;
-      q4k_scale_min(hdr, int(ib), ib < 4, sc, m);
+      q4k_scale_min(hdr, int(ib), sc, m);
       const float ds = h2f(uint16_t(hdr.x)) * float(sc), dm = h2f(uint16_t(hdr.x >> 16)) * float(m);
       const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
       const int shift = (ib & 1) * 4;

@@ -1,4 +1,5 @@
-// A weight matrix in device memory, still in its file format.
+// A weight matrix in device memory, in its file format (Q4_K with its scales
+// re-encoded: device_layout.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_layout.h"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -28,6 +29,13 @@ struct Piece {
   size_t offset;
 };
 
+// A range of the device allocation to rewrite into its format's device layout once it is up.
+struct Relayout {
+  GgmlType type;
+  size_t offset;
+  size_t bytes;
+};
+
 // Walks the model's tensors in a fixed order, giving each its place; the same
 // walk serves sizing (no device memory yet) and upload.
 class Layout {
@@ -35,6 +43,7 @@ class Layout {
   explicit Layout(uint8_t* base) : base_(base) {}
   size_t total() const { return next_; }
   const std::vector<Piece>& pieces() const { return pieces_; }
+  const std::vector<Relayout>& relayouts() const { return relayouts_; }
   std::vector<std::vector<double>> owned_doubles;  // host data made here (RoPE tables) kept alive until the copy
 
   const uint8_t* add(const void* host, size_t bytes) {
@@ -55,7 +64,9 @@ class Layout {
     d.k = m.k;
     d.rows = m.rows;
     d.row_stride = m.row_stride;
+    const size_t offset = next_;
     d.data = add(m.data, m.bytes());
+    if (has_device_layout(m.type)) relayouts_.push_back({m.type, offset, m.bytes()});
     return d;
   }
   // Experts of one layer packed contiguously, expert e at e * expert_stride.
@@ -75,6 +86,7 @@ class Layout {
       pieces_.push_back({m.data, m.bytes(), next_});
       next_ += m.bytes();
     }
+    if (has_device_layout(m0.type)) relayouts_.push_back({m0.type, start, next_ - start});
     next_ = align_up(next_);
     d.data = base_ ? base_ + start : nullptr;
     return d;
@@ -88,6 +100,7 @@ class Layout {
   uint8_t* base_;
   size_t next_ = 0;
   std::vector<Piece> pieces_;
+  std::vector<Relayout> relayouts_;
 };
 
 // Fills `weights` (when base is set) or only sizes the layout (base null).
@@ -209,6 +222,8 @@ DeviceWeights upload_weights(const Model& model, cudaStream_t stream) {
     }
   }
   flush();
+  // Queued behind the copies on the same stream.
+  for (const Relayout& r : L.relayouts()) to_device_layout(r.type, dw.storage.get<uint8_t>() + r.offset, r.bytes, stream);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (auto& e : done) cudaEventDestroy(e);
   progress.at(L.total());

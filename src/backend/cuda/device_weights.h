@@ -1,4 +1,5 @@
-// The model's weights in device memory: every matrix in its file format, the
+// The model's weights in device memory: every matrix in its file format (Q4_K
+// with its scales re-encoded for the GPU, device_layout.h), the
 // experts of a layer packed one after another, norms and biases as floats,
 // RoPE frequencies and the IQ codebooks. One allocation, filled once at load
 // through pinned staging buffers with the copies overlapped.

@@ -72,15 +72,12 @@ struct Int8Format<GgmlType::Q4_K> {
       w.lo[i] = words[i] & 0x0F0F0F0Fu;
       w.hi[i] = (words[i] >> 4) & 0x0F0F0F0Fu;
     }
-    // Sub-blocks 2pp and 2pp + 1: both below 4 or both from 4 up, one branch for both.
-    const int j0 = 2 * pp, j1 = j0 + 1;
-    if (pp < 2) {
-      q4k_scale_min(hdr, j0, true, w.sc0, w.m0);
-      q4k_scale_min(hdr, j1, true, w.sc1, w.m1);
-    } else {
-      q4k_scale_min(hdr, j0, false, w.sc0, w.m0);
-      q4k_scale_min(hdr, j1, false, w.sc1, w.m1);
-    }
+    // Sub-blocks 2pp and 2pp + 1: their scales and mins are 24 consecutive bits.
+    const uint32_t v = q4k_scale_bits(hdr, 2 * pp);
+    w.sc0 = int(v & 63);
+    w.m0 = int((v >> 6) & 63);
+    w.sc1 = int((v >> 12) & 63);
+    w.m1 = int((v >> 18) & 63);
     w.d = h2f(uint16_t(hdr.x));
     w.dmin = h2f(uint16_t(hdr.x >> 16));
   }

@@ -112,8 +112,8 @@ struct MmaFormat<GgmlType::Q4_K> {
       const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
                              (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
       int sc[2], m[2];
-      q4k_scale_min(r.hdr[0], s, s < 4, sc[0], m[0]);
-      q4k_scale_min(r.hdr[1], s, s < 4, sc[1], m[1]);
+      q4k_scale_min(r.hdr[0], s, sc[0], m[0]);
+      q4k_scale_min(r.hdr[1], s, sc[1], m[1]);
       const uint32_t am[4] = {uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u, uint32_t(m[0]) * 0x01010101u,
                               uint32_t(m[1]) * 0x01010101u};
       const uint2 b = x.q ? *reinterpret_cast<const uint2*>(x.q + sb * 256 + 32 * s + 8 * q) : make_uint2(0, 0);
