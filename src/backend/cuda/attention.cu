@@ -1,4 +1,4 @@
-// qkv_post: one block of threads per token. attention: one block per (token,
+// qkv_post: one warp per head of each token. attention: one block per (token,
 // key/value head, split of the sequence), one warp per query head of the
 // group, each lane holding head_dim / 32 consecutive elements; an online softmax over the
 // split's positions, then a merge of the splits in a fixed order.
@@ -22,6 +22,11 @@ namespace {
 constexpr int kPostWarps = 4;
 constexpr int kMaxHeadDim = 256;
 
+// Blocks of the grid: (token, group of kPostWarps heads, q heads first, then
+// k heads), one warp per head; every block also stores its share of the
+// token's values. One block per token took ~13 us a layer for one decoding
+// token (its four warps walked 40 heads in turn); spread over the heads it is
+// a few microseconds, with each element computed as before.
 template <class E>
 __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, StepIndex ix, KvLayer kv) {
   __shared__ float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
@@ -38,7 +43,8 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
   __syncthreads();
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
   const int QD = a.n_heads * hd, KVD = a.n_kv_heads * hd;
-  for (int h = w; h < a.n_heads + a.n_kv_heads; h += kPostWarps) {
+  const int h = int(blockIdx.y) * kPostWarps + w;
+  if (h < a.n_heads + a.n_kv_heads) {
     const bool is_q = h < a.n_heads;
     const int hh = is_q ? h : h - a.n_heads;
     float* x = is_q ? a.q + t * QD + hh * hd : a.k + t * KVD + hh * hd;
@@ -68,10 +74,10 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
         krow[ib] = from_f<E>(r1);
       }
     }
-    __syncwarp();
   }
   E* vrow = kv_at<E>(kv, table, int(pos), 1);
-  for (int i = threadIdx.x; i < KVD; i += blockDim.x) vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
+  for (int i = int(blockIdx.y * blockDim.x + threadIdx.x); i < KVD; i += int(gridDim.y * blockDim.x))
+    vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
 }
 
 
@@ -148,18 +154,28 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
     for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
       for (int j = 0; j < G; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
+    // One softmax update for the G positions (positions past hi weigh
+    // nothing): a rescale per group instead of a chain of G dependent ones.
+    float m_new = m;
 #pragma unroll
     for (int j = 0; j < G; ++j) {
-      if (p0 + j > hi) break;
       float sc = s[j] * a.scale;
       if (a.softcap > 0.f) sc = a.softcap * tanhf(sc / a.softcap);
-      const float m_new = fmaxf(m, sc);
-      const float corr = expf(m - m_new), e = expf(sc - m_new);
-      l = l * corr + e;
-#pragma unroll
-      for (int i = 0; i < NE; ++i) acc[i] = acc[i] * corr + e * v[j][i];
-      m = m_new;
+      s[j] = p0 + j <= hi ? sc : -INFINITY;
+      m_new = fmaxf(m_new, s[j]);
     }
+    const float corr = expf(m - m_new);
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < NE; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      const float e = expf(s[j] - m_new);
+      l += e;
+#pragma unroll
+      for (int i = 0; i < NE; ++i) acc[i] = fmaf(e, v[j][i], acc[i]);
+    }
+    m = m_new;
   }
   float* part = a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2);
 #pragma unroll
@@ -222,7 +238,10 @@ void with_kv_type(KvType t, F&& f) {
 
 void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   if (a.head_dim > kMaxHeadDim || a.head_dim % 2) throw Error("CUDA backend: head_dim must be even and at most 256");
-  with_kv_type(kv.type, [&]<class E>() { launch(qkv_post_kernel<E>, unsigned(n_tok), kPostWarps * 32, 0, s, a, ix, kv); });
+  const unsigned head_groups = unsigned((a.n_heads + a.n_kv_heads + kPostWarps - 1) / kPostWarps);
+  with_kv_type(kv.type, [&]<class E>() {
+    launch(qkv_post_kernel<E>, dim3(unsigned(n_tok), head_groups), kPostWarps * 32, 0, s, a, ix, kv);
+  });
 }
 
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {

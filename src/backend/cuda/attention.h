@@ -48,13 +48,14 @@ void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t 
 constexpr int64_t kAttentionTokens = 64;
 
 // Splits of a token's context: sized from that token's own context (so its
-// result never depends on the rest of the batch), at least 32 positions each so
-// a single decoding sequence still spreads over many blocks of threads, and at
-// most kAttentionMaxSplits of them.
+// result never depends on the rest of the batch), at least 16 positions each so
+// a single decoding sequence still spreads over many blocks of threads (a
+// block's loop over its positions is a chain of load latencies), and at most
+// kAttentionMaxSplits of them.
 constexpr int kAttentionMaxSplits = 64;
 constexpr int attention_split(int n_positions) {
   const int s = (n_positions + kAttentionMaxSplits - 1) / kAttentionMaxSplits;
-  return (s < 32 ? 32 : s + 7) / 8 * 8;
+  return (s < 16 ? 16 : s + 7) / 8 * 8;
 }
 constexpr int attention_splits(int n_positions) {
   return (n_positions + attention_split(n_positions) - 1) / attention_split(n_positions);
