@@ -80,16 +80,24 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
 constexpr int kNormWarps = 8;
 __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const float* x, const int32_t* rows,
                                                                        const float* w, float eps, float* y, Int8Acts a) {
+  // The norm weights never change during a step: a warp's first block of them
+  // is loaded before waiting for the kernel before (launch.cuh), so that
+  // latency overlaps that kernel's tail instead of following it.
+  const int lane = threadIdx.x & 31;
+  const int64_t j0 = threadIdx.x >> 5, blocks = a.k / kInt8Block;
+  float w0[8];
+  if (j0 < blocks)
+#pragma unroll
+    for (int m = 0; m < 8; ++m) w0[m] = w[j0 * kInt8Block + 8 * lane + m];
   begin_kernel();
   const int64_t i = blockIdx.x;
   const float* xr = x + (rows ? int64_t(rows[i]) : i) * a.k;
   const float inv = row_inv_rms<kNormWarps * 32>(xr, a.k, eps);
-  const int lane = threadIdx.x & 31;
-  for (int64_t j = threadIdx.x >> 5; j < a.k / kInt8Block; j += kNormWarps) {
+  for (int64_t j = j0; j < blocks; j += kNormWarps) {
     const int64_t e = j * kInt8Block + 8 * lane;
     float v[8];
 #pragma unroll
-    for (int m = 0; m < 8; ++m) v[m] = normed(xr[e + m], inv, w[e + m]);
+    for (int m = 0; m < 8; ++m) v[m] = normed(xr[e + m], inv, j == j0 ? w0[m] : w[e + m]);
     float4* yo = reinterpret_cast<float4*>(y + i * a.k + e);
     yo[0] = make_float4(v[0], v[1], v[2], v[3]);
     yo[1] = make_float4(v[4], v[5], v[6], v[7]);
