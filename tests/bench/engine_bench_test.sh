@@ -31,7 +31,10 @@ if (lens !== '24,70') fail(`prefill rows for ${lens}`);
 for (const p of r.prefill) { pos(p.tok_s, 'prefill tok/s'); pos(p.tflops, 'prefill TFLOP/s'); if (p.pct_bf16 !== null) fail('bf16 % on the CPU'); }
 if (r.prefix_cache.reused !== 40) fail(`the return to A reused ${r.prefix_cache.reused} of 40 tokens`);
 if (r.host_step.map(h => h.sequences).join() !== '1,3') fail('host step rows');
-for (const h of r.host_step) { pos(h.us_per_step, 'host us per step'); pos(h.us_per_token, 'host us per token'); }
+for (const h of r.host_step) {
+  pos(h.us_per_step, 'host us per step'); pos(h.us_per_token, 'host us per token');
+  if (!(h.new_tokens >= 256)) fail(`host rows generate ${h.new_tokens} tokens: too few to spread the requests' start over`);
+}
 JS
 # --host-only: the engine's host cost alone, none of the device's figures.
 "$bench" --model "$model" --backend cpu --threads 1 --batch 2 --decode 16 --rounds 1 --host-only \
