@@ -30,7 +30,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels; do
+  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
 fi
@@ -92,6 +92,8 @@ PY
   cat "$out/roofline.log" | tee -a "$summary"
   # Each format's product alone, float and integer paths, against the copy bandwidth.
   step kernel-bench "$bin/ember_bench_cuda_kernels" --tokens 1,2,4,8,16,32,64
+  # The one-token Q4_K product over the file layout and the device's (device_layout.h).
+  [ -x "$bin/ember_bench_q4k_layouts" ] && step q4k-layouts "$bin/ember_bench_q4k_layouts"
   tokdir=$(mktemp -d)
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
   for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do
@@ -114,6 +116,13 @@ PY
     step "decode-8k-$preset-$quant" "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 8192 --decode 64 --rounds 1 --step 2048
     # Where one step's time goes, operation by operation (no graphs in this mode).
     step "profile-$preset-$quant" env EMBER_CUDA_PROFILE=1 "$bin/ember_bench_engine" --model "$model" --backend cuda --batch 1 --prompt 128 --decode 32 --rounds 1
+    # One captured decode step kernel by kernel, each timed alone by Nsight Compute (where it is installed).
+    if command -v ncu >/dev/null; then
+      step "kernels-$preset-$quant" bash -c 'ncu --graph-profiling node --clock-control none --cache-control none \
+          --metrics gpu__time_duration.sum --csv --launch-count 4000 "$1" --model "$2" --backend cuda --batch 1 --prompt 16 \
+          --decode 16 --rounds 1 >"$3" && python3 bench/cuda/step_kernels.py "$3"' _ "$bin/ember_bench_engine" "$model" \
+        "$out/ncu-$preset-$quant.csv"
+    fi
     rm -f "$model"
   done
 fi
