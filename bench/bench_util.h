@@ -16,10 +16,13 @@ inline std::vector<int> parse_list(const std::string& s) {
   return v;
 }
 
+// The middle value; for an even count the mean of the two middle ones (of two
+// rounds, their mean, not the larger).
 template <class T>
 T median(std::vector<T> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / T(2);
 }
 
 }  // namespace ember::bench

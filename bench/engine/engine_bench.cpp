@@ -16,6 +16,8 @@
 //    instead (fewer than B decode in its tail, so the figure is low, never
 //    high), and stderr says so. Reported also as a ratio to the
 //    single-sequence figure of the same round, and the backend's own step time.
+//    An unmeasured pass over the batch sizes comes first, so that one-time
+//    costs (CUDA Graph captures of new step shapes) stay out of the rounds.
 // 2. The engine's own host time per decode step: the same kind of requests
 //    (at least 256 new tokens each) through a backend that computes nothing
 //    (null_backend.h), so the cost of scheduling and delivery around each step
@@ -273,6 +275,10 @@ void engine_decode(Run& r, Engine& engine) {
   std::printf("## %s, %s backend, %d threads\n\n", o.path.c_str(), r.backend->name(), o.threads);
   std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline |\n"
               "|---|---|---|---|---|\n", o.rounds);
+  // One unmeasured pass per batch size first: the backend meets every step
+  // shape the rounds will (on CUDA capturing a graph for each, once per
+  // process), so the rounds time steady decoding.
+  for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab));
   std::vector<std::vector<double>> rates(r.bs.size());
   for (int round = 0; round < o.rounds; ++round) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
