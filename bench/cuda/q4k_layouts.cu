@@ -209,11 +209,6 @@ __global__ void __launch_bounds__(256) stream_read(const uint4* p, size_t n, flo
 }
 
 // Host side.
-int host_scale_min(const uint8_t* q, int j, bool min) {
-  if (j < 4) return min ? q[j + 4] & 63 : q[j] & 63;
-  return min ? (q[j + 4] >> 4) | ((q[j] >> 6) << 4) : (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-}
-
 float half_to_float(uint16_t h) {
   __half x;
   std::memcpy(&x, &h, 2);
@@ -309,8 +304,9 @@ int run(int argc, char** argv) {
       std::memcpy(&dh, blk, 2);
       std::memcpy(&mh, blk + 2, 2);
       for (int j = 0; j < 8; ++j) {
-        const double sc = half_to_float(dh) * host_scale_min(blk + 4, j, false);
-        const double mn = half_to_float(mh) * host_scale_min(blk + 4, j, true);
+        uint8_t scale_j, min_j;
+        ember::quant::k4_scale_min(j, blk + 4, scale_j, min_j);
+        const double sc = half_to_float(dh) * scale_j, mn = half_to_float(mh) * min_j;
         for (int l = 0; l < 32; ++l) {
           const int q = (blk[16 + 32 * (j / 2) + l] >> (4 * (j & 1))) & 0xF;
           ref[r] += (sc * q - mn) * double(ad[sb]) * aq[sb * 256 + 32 * j + l];
