@@ -27,11 +27,13 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/int8_acts.h"
 #include "cuda_test_buffers.h"
 
 namespace ember::cuda {
 namespace {
 
+using test::download;
 using test::upload;
 
 // A 16-bit element of the KV type and its value as a float.
@@ -216,6 +218,7 @@ std::vector<Case> cases() {
     v.push_back({t, 64, 4, 4});
     v.push_back({t, 80, 6, 2});  // head_dim padded to the 128 kernel
     v.push_back({t, 256, 4, 1});
+    v.push_back({t, 16, 8, 2});  // many heads per merge block
     v.push_back({t, 128, 8, 2, 50, 0.f});
     v.push_back({t, 128, 8, 2, 0, 20.f});
   }
@@ -293,6 +296,34 @@ TEST_F(CudaAttention, SplitResultOfATokenDoesNotDependOnTheBatch) {
   std::vector<float> solo(row);
   EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
   ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0);
+}
+
+// With int8 rows to fill, the merge kernel rounds its 256 elements: the rows'
+// codes, scales and sums are the bits the rounding kernel makes of the same
+// output, and the float output is unchanged. Heads of 80 elements straddle
+// the 256-element blocks.
+TEST_F(CudaAttention, RoundedOutputIsTheRoundingKernelsBits) {
+  std::mt19937 rng(45);
+  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 16, 4}, Case{KvType::F16, 256, 4, 4},
+                        Case{KvType::BF16, 80, 16, 8}, Case{KvType::F16, 16, 32, 8}}) {
+    Step st(c, rng);
+    const std::vector<float> plain = st.run(false);
+    const int64_t k = int64_t(c.n_heads) * c.head_dim;
+    const size_t bytes = int8_acts_bytes(st.n_tok, k);
+    DeviceBuffer fused(bytes), separate(bytes);
+    EMBER_CUDA_CHECK(cudaMemset(fused.get(), 0x5A, bytes));
+    EMBER_CUDA_CHECK(cudaMemset(separate.get(), 0x5A, bytes));
+    AttnArgs a = st.args();
+    a.round = int8_acts_view(st.n_tok, k, fused.get());
+    EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
+    attention(a, st.ix, st.kv, st.n_tok, nullptr);
+    quantize_int8_acts(st.d_out.get<float>(), k, st.n_tok, k, separate.get(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto out = download<float>(st.d_out, plain.size());
+    EXPECT_EQ(0, std::memcmp(out.data(), plain.data(), plain.size() * sizeof(float))) << c.name();
+    const auto f = download<uint8_t>(fused, bytes), sep = download<uint8_t>(separate, bytes);
+    EXPECT_EQ(f, sep) << c.name();
+  }
 }
 
 TEST(AttentionSplits, CoverEveryContextWithinTheLimit) {

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/argmax.h"
@@ -188,6 +189,70 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   for (int64_t i = 0; i < n_tok * K; ++i)
     for (int64_t r = 0; r < rows; ++r) ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, x.data() + (i / K) * k));
   EXPECT_LE(rel_error(y, ref), 1e-5);
+}
+
+// The one-launch router of a decoding token (route_one_token) against the
+// router product and route() in two launches: the same logits, ids and weights
+// bit for bit, for every routing, float router formats and expert counts that
+// do not fill its blocks; run twice, so its finished-block counter is seen to
+// be left at zero. The two-launch choices are checked too: distinct experts,
+// in descending order of logit, none left out larger than one chosen.
+TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
+  std::mt19937 rng(19);
+  Tables tab;
+  const int64_t k = 2048;
+  for (GgmlType type : {GgmlType::F32, GgmlType::BF16})
+    for (const auto& [E, K] : {std::pair{128, 8}, std::pair{61, 4}, std::pair{512, 32}})
+      for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
+        for (bool norm : {false, true}) {
+          ModelDesc d;
+          d.n_experts = E;
+          d.n_experts_used = K;
+          d.routing = routing;
+          d.norm_topk = norm;
+          const HostMatrix m = random_matrix(type, E, k, rng);
+          DeviceBuffer w = upload(m.bytes);
+          const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
+          std::vector<float> x = random_floats(k, rng);
+          for (float& v : x) v /= 64.f;  // logits of a few units: sigmoid and softmax scores do not saturate into ties
+          DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4), ddone(4);
+          EMBER_CUDA_CHECK(cudaMemset(ddone.get(), 0, 4));
+          auto fetch = [&] {
+            EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+            return std::tuple{download<float>(dlog, size_t(E)), download<int32_t>(dids, size_t(K)), download<float>(dw, size_t(K))};
+          };
+          auto poison = [&] {
+            for (DeviceBuffer* b : {&dlog, &dids, &dw}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+          };
+          poison();
+          gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
+          route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
+          const auto [logits2, ids2, w2] = fetch();
+          const std::string what = std::string(type_name(type)) + " E=" + std::to_string(E) + " routing " +
+                                   std::to_string(int(routing)) + (norm ? " norm" : "");
+          std::vector<bool> chosen(size_t(E), false);
+          for (int j = 0; j < K; ++j) {
+            ASSERT_TRUE(ids2[size_t(j)] >= 0 && ids2[size_t(j)] < E && !chosen[size_t(ids2[size_t(j)])]) << what;
+            chosen[size_t(ids2[size_t(j)])] = true;
+            if (j > 0) {
+              EXPECT_GE(logits2[size_t(ids2[size_t(j - 1)])], logits2[size_t(ids2[size_t(j)])]) << what;
+            }
+          }
+          for (int e = 0; e < E; ++e)
+            if (!chosen[size_t(e)]) {
+              EXPECT_LE(logits2[size_t(e)], logits2[size_t(ids2[size_t(K - 1)])]) << what;
+            }
+          for (int run = 0; run < 2; ++run) {
+            poison();
+            route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
+                            ddone.get<int32_t>(), nullptr);
+            const auto [logits1, ids1, w1] = fetch();
+            ASSERT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what;
+            ASSERT_EQ(ids1, ids2) << what;
+            ASSERT_EQ(0, std::memcmp(w1.data(), w2.data(), size_t(K) * 4)) << what;
+            ASSERT_EQ(download<int32_t>(ddone, 1)[0], 0) << what;
+          }
+        }
 }
 
 // The CPU's int8 rounding of activation rows (Q8_K blocks), and their values as floats.
@@ -631,16 +696,20 @@ TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
   rows.push_back(one);
   std::vector<float> flat;
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
-  DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4);
-  EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
-  argmax_rows(d_l.get<float>(), ld, int64_t(rows.size()), n, d_ids.get<int32_t>(), nullptr);
-  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto ids = download<int32_t>(d_ids, rows.size());
+  DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4), d_scratch(argmax_scratch_bytes(int64_t(rows.size())));
+  EMBER_CUDA_CHECK(cudaMemset(d_scratch.get(), 0, d_scratch.bytes()));
   const std::vector<int32_t> expect_fixed = {-100, 5, n - 1, kArgmaxNonFinite, kArgmaxNonFinite, kArgmaxAllMasked, 77'777};
-  for (size_t r = 0; r < rows.size(); ++r) {
-    EXPECT_EQ(ids[r], greedy_id(rows[r].data(), n)) << "row " << r;
-    if (expect_fixed[r] != -100) {
-      EXPECT_EQ(ids[r], expect_fixed[r]) << "row " << r;
+  // Twice over the whole row (the scratch left ready by the first call), then over short prefixes (fewer slices).
+  for (int width : {n, n, 70'001, 4'097, 33}) {
+    EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
+    argmax_rows(d_l.get<float>(), ld, int64_t(rows.size()), width, d_ids.get<int32_t>(), d_scratch.get<int32_t>(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto ids = download<int32_t>(d_ids, rows.size());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      EXPECT_EQ(ids[r], greedy_id(rows[r].data(), width)) << "row " << r << " of " << width;
+      if (width == n && expect_fixed[r] != -100) {
+        EXPECT_EQ(ids[r], expect_fixed[r]) << "row " << r;
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
 // qkv_post: one warp per head of each token. attention: one block per (token,
 // key/value head, split of the sequence), one warp per query head of the
 // group, each lane holding head_dim / 32 consecutive elements; an online softmax over the
-// split's positions, then a merge of the splits in a fixed order.
+// split's positions, then a merge of the splits in a fixed order (and, for
+// wo's integer product, the rounding of the merged rows to int8).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -10,6 +11,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/int8_round.cuh"
 #include "backend/cuda/kv_access.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
@@ -187,21 +189,32 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
   }
 }
 
-// One block per (token, head): warp 0 finds the splits' common maximum and
-// each split's weight, then every thread combines its dims over the splits in
-// split order (loads across threads are consecutive). Splits a token does not
-// reach hold l = 0 and zeros, and add exact zeros: the result is the same bits
-// whatever n_splits the batch needs.
-constexpr int kMergeThreads = 128;
+// One block per (token, 256 consecutive elements of its output row): one warp
+// per head those elements belong to finds the splits' common maximum and each
+// split's weight, then every thread combines its element over the splits in
+// split order. Splits a token does not reach hold l = 0 and zeros, and add
+// exact zeros: the result is the same bits whatever n_splits the batch needs.
+// With int8 rows to fill, the block's 256 elements are one int8 block and
+// warp 0 rounds them (no rounding kernel before wo).
+constexpr int kMergeThreads = kInt8Block;
 
+// Heads one merge block's elements can touch.
+__host__ __device__ constexpr int merge_heads(int head_dim) { return (kMergeThreads + head_dim - 2) / head_dim + 1; }
+
+// Dynamic shared memory: merge_heads(head_dim) rows of n_splits weights, then their denominators.
 __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_t t0) {
-  __shared__ float weight[kAttentionMaxSplits];
-  __shared__ float den;
+  extern __shared__ float weights[];
+  __shared__ float merged[kMergeThreads];
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
-  const int h = blockIdx.y, hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
-  const float* part = a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(n) * (hd + 2);
-  if (threadIdx.x < 32) {
+  const int hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
+  float* den = weights + merge_heads(hd) * n;
+  const int64_t row = int64_t(a.n_heads) * hd, e0 = int64_t(blockIdx.y) * kMergeThreads;
+  const int h0 = int(e0 / hd);
+  const int heads = int((min(row, e0 + kMergeThreads) - 1) / hd) - h0 + 1;
+  auto part_of = [&](int h) { return a.partial + (int64_t(blockIdx.x) * a.n_heads + h) * int64_t(n) * (hd + 2); };
+  for (int hl = threadIdx.x >> 5; hl < heads; hl += kMergeThreads / 32) {
+    const float* part = part_of(h0 + hl);
     float mx = -INFINITY;
     for (int z = lane; z < n; z += 32) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
     mx = warp_max(mx);
@@ -209,19 +222,33 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_
     for (int z = lane; z < n; z += 32) {
       const float l = part[z * (hd + 2) + hd + 1];
       const float wz = l > 0.f ? expf(part[z * (hd + 2) + hd] - mx) : 0.f;
-      weight[z] = wz;
+      weights[hl * n + z] = wz;
       sum += l * wz;
     }
     sum = warp_sum(sum);
-    if (lane == 0) den = sum;
+    if (lane == 0) den[hl] = sum;
   }
   __syncthreads();
-  float* o = a.out + (t * a.n_heads + h) * hd;
-  for (int d = threadIdx.x; d < hd; d += kMergeThreads) {
+  const int64_t e = e0 + threadIdx.x;
+  float v = 0.f;
+  if (e < row) {
+    const int h = int(e / hd), d = int(e % hd);
+    const float* part = part_of(h);
+    const float* wt = weights + (h - h0) * n;
     float num = 0.f;
-    for (int z = 0; z < n; ++z) num += part[z * (hd + 2) + d] * weight[z];
-    o[d] = num / den;
+    for (int z = 0; z < n; ++z) num += part[z * (hd + 2) + d] * wt[z];
+    v = num / den[h - h0];
+    a.out[t * row + e] = v;
   }
+  if (a.round.q == nullptr) return;
+  merged[threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.x >= 32) return;
+  float x[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x[i] = merged[8 * lane + i];
+  const BlockOut o = block_out(a.round, t, blockIdx.y);
+  round_block(x, o.q, o.d, o.sums);
 }
 
 template <class F>
@@ -248,6 +275,8 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
   const int group = a.n_heads / a.n_kv_heads;
   if (group * 32 > 1024) throw Error("CUDA backend: more than 32 query heads share one key/value head");
   if (a.n_splits < 1 || a.n_splits > kAttentionMaxSplits) throw Error("CUDA backend: attention splits out of range");
+  if (a.round.q != nullptr && (a.round.k != int64_t(a.n_heads) * a.head_dim || a.round.n < n_tok))
+    throw Error("CUDA backend: attention cannot round its output into these int8 rows");
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
@@ -259,7 +288,9 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
       else if (a.head_dim <= 128) launch(attention_kernel<E, 4>, grid, block, 0, s, a, ix, kv, t0);
       else launch(attention_kernel<E, 8>, grid, block, 0, s, a, ix, kv, t0);
     });
-    launch(merge_kernel, dim3(nt, unsigned(a.n_heads)), kMergeThreads, 0, s, a, t0);
+    const unsigned row_blocks = unsigned((int64_t(a.n_heads) * a.head_dim + kMergeThreads - 1) / kMergeThreads);
+    const size_t smem = size_t(merge_heads(a.head_dim) * (a.n_splits + 1)) * sizeof(float);
+    launch(merge_kernel, dim3(nt, row_blocks), kMergeThreads, smem, s, a, t0);
   }
 }
 

@@ -42,12 +42,13 @@ constexpr int64_t kGemmMinTokens = 65;
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
+  size_t counters;   // the one-launch router's count of finished blocks: zero between kernels
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
                      // tokens (T each), flash tiles (2T), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
-  // The metadata, then the chosen experts, the items in expert order and their tiles.
-  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles; }
+  // The metadata, then the chosen experts, the items in expert order and their tiles, then the counters.
+  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles + counters; }
 };
 
 ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
@@ -63,6 +64,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
   s.meta_ints = 8 * T + size_t(s.max_table);
+  s.counters = 1;
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -151,6 +153,7 @@ class CudaBackend final : public Backend {
   int64_t gemm_min_tokens_ = 0;
   PinnedBuffer host_ints_, host_logits_, host_ids_;
   DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows
+  DeviceBuffer argmax_scratch_;  // the slices' bests per row (argmax.h)
   // Attention of the step being run: sequences with more than kFlashRows tokens
   // in it take flash attention (flash_tiles_ tiles), the other tokens
   // (split_tokens_ of them, listed at split_list_) the split kernel.
@@ -164,7 +167,7 @@ class CudaBackend final : public Backend {
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
   int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_, *moe_order_,
-      *moe_tiles_;
+      *moe_tiles_, *router_done_;
   StepIndex ix_;
 };
 
@@ -202,10 +205,14 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   moe_ids_ = ip + sz_.meta_ints;
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
+  router_done_ = moe_tiles_ + 3 * sz_.moe_tiles;
+  EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sz_.counters * sizeof(int32_t), stream_));
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   host_ids_ = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
+  argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(lim_.max_logit_rows));
+  EMBER_CUDA_CHECK(cudaMemsetAsync(argmax_scratch_.get(), 0, argmax_scratch_.bytes(), stream_));
   const char* fl = std::getenv("EMBER_CUDA_FLASH");
   flash_ = flash_attention_fits(kv_.type, d.head_dim) && !(fl && std::strcmp(fl, "0") == 0);
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
@@ -360,7 +367,8 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   product(w_.output, xn_, d.hidden, n_rows, logits_, d.vocab, xq);
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
   prof_.mark("argmax", stream_);
-  argmax_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.argmax_vocab, device_ids_.get<int32_t>(), stream_);
+  argmax_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.argmax_vocab, device_ids_.get<int32_t>(),
+              argmax_scratch_.get<int32_t>(), stream_);
   prof_.mark("logits to host", stream_);
 }
 
@@ -444,12 +452,15 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
     flash_attention(aa, ix_, kv, flash_list_, flash_tiles_, stream_);
     aa.tokens = split_list_;  // the tokens of the other sequences
   }
+  // Where every token takes the split kernel, its merge rounds wo's input too.
+  const bool rounded = flash_tiles_ == 0 && QD % kInt8Block == 0 && wants_int8({&L.wo}, n_tok);
+  if (rounded) aa.round = acts_ = int8_acts_view(n_tok, QD, int8_scratch_.get());
   if (split_tokens_ > 0) attention(aa, ix_, kv, split_tokens_, stream_);
 
   prof_.mark("wo", stream_);
   // Without a post-norm the product adds itself onto the residual stream.
   const bool into_x = L.post_attn_norm == nullptr;
-  product(L.wo, attn_, QD, n_tok, into_x ? x_ : proj_, H, int8_acts(attn_, n_tok, QD, L.wo), into_x);
+  product(L.wo, attn_, QD, n_tok, into_x ? x_ : proj_, H, rounded ? &acts_ : int8_acts(attn_, n_tok, QD, L.wo), into_x);
   prof_.mark("residual", stream_);
   if (!into_x) add_residual(x_, proj_, L.post_attn_norm, d.norm_eps, n_tok, H, stream_);
 }
@@ -488,8 +499,12 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   prof_.mark("norm", stream_);
   const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
   prof_.mark("router", stream_);
-  gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
-  route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
+  if (n_tok == 1 && routes_in_one_launch(L.router)) {
+    route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, router_done_, stream_);
+  } else {
+    gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
+    route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
+  }
   prof_.mark("experts", stream_);
   // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.
   const int64_t n_items = n_tok * K;

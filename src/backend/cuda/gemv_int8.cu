@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/int8_fused.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
@@ -167,12 +168,7 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
   using F = Int8Format<T>;
   const int lane = threadIdx.x & 31;
   const uint8_t* row[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) row[r] = W + size_t(min(row0 + r, rows - 1)) * stride;
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+  start_rows(W, stride, row0, rows, row, acc);
   const int64_t pieces = blocks * F::kPieces;
   for (int64_t p0 = lane; p0 < pieces; p0 += 32 * U) {
     typename F::Raw raw[U][R];

@@ -1,6 +1,7 @@
 // Rounding activations to int8: one warp per 256-element block, each lane 8 elements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/int8_acts.h"
+#include "backend/cuda/int8_round.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/row_ops.cuh"
 #include "backend/cuda/warp_reduce.cuh"
@@ -23,42 +24,6 @@ Layout layout(int64_t rows, int64_t k) {
   l.d = align16(size_t(rows * k));
   l.sums = l.d + align16(size_t(rows * (k / kInt8Block)) * sizeof(float));
   return l;
-}
-
-// Rounds one 256-element block, 8 elements per lane (lane l holds elements
-// 8l .. 8l + 7), into its codes, scale and group sums.
-__device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, float* d, int32_t* sums) {
-  const int lane = threadIdx.x & 31;
-  float amax = 0.f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-  amax = warp_max(amax);
-  // The CPU's expressions exactly: IEEE division, one float multiply, ties to even.
-  const float scale = __fdiv_rn(amax, 127.f), inv = amax > 0.f ? __fdiv_rn(127.f, amax) : 0.f;
-  int sum = 0;
-  uint32_t packed[2] = {0, 0};
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int c = max(-127, min(127, __float2int_rn(__fmul_rn(v[i], inv))));
-    sum += c;
-    packed[i / 4] |= uint32_t(uint8_t(int8_t(c))) << (8 * (i % 4));
-  }
-  reinterpret_cast<uint2*>(q)[lane] = make_uint2(packed[0], packed[1]);
-  // Lanes 2g and 2g + 1 hold group g's 16 codes.
-  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  if ((lane & 1) == 0) sums[lane / 2] = sum;
-  if (lane == 0) *d = scale;
-}
-
-// Where block j of row t goes.
-struct BlockOut {
-  int8_t* q;
-  float* d;
-  int32_t* sums;
-};
-__device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int64_t j) {
-  return {const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block, const_cast<float*>(a.d) + t * (a.k / kInt8Block) + j,
-          const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group)};
 }
 
 // One warp per block of 256 elements.
@@ -125,8 +90,11 @@ __global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act
   round_block(v, o.q, o.d, o.sums);
 }
 
-// The view of dst for n rows of k, after checking k.
-Int8Acts view(int64_t n, int64_t k, void* dst) {
+unsigned warp_blocks(const Int8Acts& a) { return unsigned((a.n * (a.k / kInt8Block) + kWarps - 1) / kWarps); }
+
+}  // namespace
+
+Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst) {
   if (k % kInt8Block != 0)
     throw Error("CUDA backend: int8 activations need rows of whole 256-element blocks, not " + std::to_string(k));
   const Layout l = layout(n, k);
@@ -140,17 +108,13 @@ Int8Acts view(int64_t n, int64_t k, void* dst) {
   return a;
 }
 
-unsigned warp_blocks(const Int8Acts& a) { return unsigned((a.n * (a.k / kInt8Block) + kWarps - 1) / kWarps); }
-
-}  // namespace
-
 size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
   const int64_t k = (max_k + kInt8Block - 1) / kInt8Block * kInt8Block;
   return layout(max_rows, k).sums + align16(size_t(max_rows * (k / kInt8Group)) * sizeof(int32_t));
 }
 
 Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
-  const Int8Acts a = view(n, k, dst);
+  const Int8Acts a = int8_acts_view(n, k, dst);
   if (n <= 0) return a;
   launch(round_kernel, warp_blocks(a), kWarps * 32, 0, s, X, ldx, a);
   return a;
@@ -158,7 +122,7 @@ Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, v
 
 Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const float* w, float eps, int64_t k,
                            float* y, void* dst, cudaStream_t s) {
-  const Int8Acts a = view(n, k, dst);
+  const Int8Acts a = int8_acts_view(n, k, dst);
   if (n <= 0) return a;
   launch(rmsnorm_round_kernel, unsigned(n), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
   return a;
@@ -166,7 +130,7 @@ Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const
 
 Int8Acts gated_int8_acts(Activation act, const float* gate, const float* up, float* h, int64_t n, int64_t k, void* dst,
                          cudaStream_t s) {
-  const Int8Acts a = view(n, k, dst);
+  const Int8Acts a = int8_acts_view(n, k, dst);
   if (n <= 0) return a;
   launch(gated_round_kernel, warp_blocks(a), kWarps * 32, 0, s, act, gate, up, h, a);
   return a;

@@ -28,6 +28,9 @@ struct Int8Acts {
 // Device memory for up to max_rows rows of up to max_k elements, laid out as above.
 size_t int8_acts_bytes(int64_t max_rows, int64_t max_k);
 
+// The view of dst (int8_acts_bytes(n, k) bytes) for n rows of k elements, k a multiple of 256.
+Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst);
+
 // Rounds n rows of X (k floats each, ldx apart) into the memory at dst
 // (int8_acts_bytes(n, k) bytes, 16-byte aligned) and returns the view.
 Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s);

@@ -3,6 +3,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/moe.h"
 #include "backend/cuda/warp_reduce.cuh"
@@ -15,24 +16,22 @@ namespace {
 constexpr int kMaxExperts = 512;
 constexpr int kMaxUsed = 32;
 
-// One warp per token, lane l holding experts l, l + 32, ...: scores, then k
-// rounds of a warp-wide argmax (ties to the lower index, as the CPU reference
-// picks), then the weights' normalisation in the descriptor's order.
-constexpr int kPerLane = kMaxExperts / 32;
+// One warp per token, lane l holding experts l, l + 32, ... (P of them, E <=
+// 32 P): scores, then k rounds of a warp-wide argmax (ties to the lower index,
+// as the CPU reference picks), then the weights' normalisation in the
+// descriptor's order.
 constexpr int kRouteWarps = 4;
 
-__global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
-                             int32_t* ids, float* weights) {
-  begin_kernel();
-  const int64_t t = int64_t(blockIdx.x) * kRouteWarps + (threadIdx.x >> 5);
-  if (t >= n_tok) return;
+// One full warp routes the token whose router logits are at x (read past L1:
+// in the one-launch router, other blocks have just written them).
+template <int kPerLane>
+__device__ void route_token(const float* x, int E, int K, Routing routing, bool norm_topk, int32_t* id, float* w) {
   const int lane = threadIdx.x & 31;
-  const float* x = logits + t * E;
   float p[kPerLane];
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int e = lane + 32 * i;
-    p[i] = e < E ? x[e] : -INFINITY;
+    p[i] = e < E ? __ldcg(x + e) : -INFINITY;
   }
   if (routing == Routing::SoftmaxTopK) {
     float mx = -INFINITY;
@@ -52,8 +51,9 @@ __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, R
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? 1.f / (1.f + expf(-p[i])) : -INFINITY;
   }
-  int32_t* id = ids + t * K;
-  float* w = weights + t * K;
+  // Lane j keeps the j-th choice's weight: the normalisation below reads
+  // registers, not the global stores it just made (a chain of reloads).
+  float mine = 0.f;
   uint32_t taken = 0;  // bit i: this lane's expert lane + 32 i is chosen
   for (int j = 0; j < K; ++j) {
     float best = 0.f;
@@ -76,34 +76,76 @@ __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, R
       }
     }
     if ((best_e & 31) == lane) taken |= 1u << (best_e >> 5);
-    if (lane == 0) {
+    if (lane == j) {
       id[j] = best_e;
-      w[j] = best;
+      mine = best;
     }
   }
-  __syncwarp();
-  if (lane != 0) return;
+  // Sums in choice order, as the CPU reference adds them; every lane forms the same sum.
   if (routing == Routing::TopKSoftmax) {
-    const float mx = w[0];
-    double sum = 0;
-    for (int j = 0; j < K; ++j) { w[j] = expf(w[j] - mx); sum += w[j]; }
-    for (int j = 0; j < K; ++j) w[j] = float(w[j] / sum);
-  } else if (norm_topk) {
-    double sum = 0;
-    for (int j = 0; j < K; ++j) sum += w[j];
-    for (int j = 0; j < K; ++j) w[j] = float(w[j] / sum);
+    const float mx = __shfl_sync(0xffffffffu, mine, 0);
+    mine = expf(mine - mx);
   }
+  if (routing == Routing::TopKSoftmax || norm_topk) {
+    double sum = 0;
+    for (int j = 0; j < K; ++j) sum += __shfl_sync(0xffffffffu, mine, j);
+    mine = float(mine / sum);
+  }
+  if (lane < K) w[lane] = mine;
 }
 
-__global__ void combine_kernel(const float* y, const float* w, int K, int64_t n_cols, float* out, bool add) {
+template <int P>
+__global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
+                             int32_t* ids, float* weights) {
   begin_kernel();
-  const int64_t t = blockIdx.x;
-  for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
-    float s = 0.f;
-    for (int j = 0; j < K; ++j) s = fmaf(w[t * K + j], y[(t * K + j) * n_cols + i], s);
-    float& o = out[t * n_cols + i];
-    o = add ? o + s : s;
+  const int64_t t = int64_t(blockIdx.x) * kRouteWarps + (threadIdx.x >> 5);
+  if (t >= n_tok) return;
+  route_token<P>(logits + t * E, E, K, routing, norm_topk, ids + t * K, weights + t * K);
+}
+
+// The router product of one token, a warp per expert (its sums in gemv's
+// order, so the logits are gemv's bits), then the routing in the block that
+// finishes last: one launch and no wait between the two.
+constexpr int kRouterWarps = 4;
+
+template <GgmlType T, int P>
+__global__ void __launch_bounds__(kRouterWarps * 32) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
+                                                                         IqTables tab, const float* x, float* logits,
+                                                                         int E, int K, Routing routing, bool norm_topk,
+                                                                         int32_t* ids, float* weights, int32_t* done) {
+  __shared__ bool last;
+  begin_kernel();
+  const int64_t r = int64_t(blockIdx.x) * kRouterWarps + (threadIdx.x >> 5);
+  if (r < E) {
+    const float* xs[1] = {x};
+    float acc[1][1];
+    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
+    if ((threadIdx.x & 31) == 0) logits[r] = acc[0][0];
   }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // the block's logits (ordered before by the barrier) visible before it counts itself done
+    last = atomicAdd(done, 1) == int(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= 32) return;
+  __threadfence();
+  route_token<P>(logits, E, K, routing, norm_topk, ids, weights);
+  if (threadIdx.x == 0) *done = 0;  // ready for the next layer's launch
+}
+
+// One thread per column of a token's row, the experts summed in choice order.
+constexpr int kCombineThreads = 256;
+
+__global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* y, const float* w, int K,
+                                                                  int64_t n_cols, float* out, bool add) {
+  begin_kernel();
+  const int64_t t = blockIdx.y, i = int64_t(blockIdx.x) * kCombineThreads + threadIdx.x;
+  if (i >= n_cols) return;
+  float s = 0.f;
+  for (int j = 0; j < K; ++j) s = fmaf(w[t * K + j], y[(t * K + j) * n_cols + i], s);
+  float& o = out[t * n_cols + i];
+  o = add ? o + s : s;
 }
 
 constexpr int kGroupThreads = 1024;
@@ -146,6 +188,14 @@ __global__ void __launch_bounds__(kGroupThreads) group_kernel(const int32_t* ids
   }
 }
 
+// Calls f.template operator()<P>() with the experts each lane holds.
+template <class F>
+void with_experts_per_lane(int E, F&& f) {
+  if (E <= 128) f.template operator()<4>();
+  else if (E <= 256) f.template operator()<8>();
+  else f.template operator()<kMaxExperts / 32>();
+}
+
 }  // namespace
 
 int64_t max_expert_tiles(int64_t n_items, int n_experts) {
@@ -164,14 +214,39 @@ void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids,
   if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
     throw Error("CUDA backend: at most 512 experts and 32 used per token");
   if (n_tok <= 0) return;
-  launch(route_kernel, unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s, logits, n_tok,
-         d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
+  with_experts_per_lane(d.n_experts, [&]<int P>() {
+    launch(route_kernel<P>, unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s, logits, n_tok,
+           d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
+  });
+}
+
+bool routes_in_one_launch(const DeviceMatrix& router) {
+  return router.type == GgmlType::F32 || router.type == GgmlType::F16 || router.type == GgmlType::BF16;
+}
+
+void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
+                     int32_t* ids, float* weights, int32_t* done, cudaStream_t s) {
+  if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
+    throw Error("CUDA backend: at most 512 experts and 32 used per token");
+  if (!routes_in_one_launch(router) || router.rows != d.n_experts || router.k % 32 != 0)
+    throw Error("CUDA backend: the one-launch router takes a float router of n_experts rows");
+  const unsigned blocks = unsigned((d.n_experts + kRouterWarps - 1) / kRouterWarps);
+  auto go = [&]<GgmlType T>() {
+    with_experts_per_lane(d.n_experts, [&]<int P>() {
+      launch(router_route_kernel<T, P>, blocks, kRouterWarps * 32, 0, s, router.data, router.row_stride, router.k, tab,
+             x, logits, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights, done);
+    });
+  };
+  if (router.type == GgmlType::F32) go.template operator()<GgmlType::F32>();
+  else if (router.type == GgmlType::F16) go.template operator()<GgmlType::F16>();
+  else go.template operator()<GgmlType::BF16>();
 }
 
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
                      cudaStream_t s, bool add) {
   if (n_tok <= 0) return;
-  launch(combine_kernel, unsigned(n_tok), 256, 0, s, expert_out, weights, k, n_cols, out, add);
+  launch(combine_kernel, dim3(unsigned((n_cols + kCombineThreads - 1) / kCombineThreads), unsigned(n_tok)),
+         kCombineThreads, 0, s, expert_out, weights, k, n_cols, out, add);
 }
 
 }  // namespace ember::cuda

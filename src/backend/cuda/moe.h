@@ -6,12 +6,21 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_matrix.h"
 #include "model/descriptor.h"
 
 namespace ember::cuda {
 
 // Router logits (n_tok rows of n_experts) -> ids and weights (n_tok rows of k), in the descriptor's routing order.
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s);
+
+// The router product and route() of a step of one token in one launch (the
+// decode path): the logits are gemv's bits, the choices route()'s. For float
+// routers (F32, F16, BF16: routers are kept unquantised). `done` is one int,
+// zero before the launch and left zero after it.
+bool routes_in_one_launch(const DeviceMatrix& router);
+void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
+                     int32_t* ids, float* weights, int32_t* done, cudaStream_t s);
 
 // Items (token t's j-th choice is item t * k + j) sorted by expert: `order`
 // holds the n_items item ids expert by expert (in no fixed order within an

@@ -1,0 +1,69 @@
+// One warp's dot products of a few rows of a matrix in its file format with
+// up to kMaxTile activation rows, in float: the float products (gemv.cu) and
+// the one-token router of an MoE layer (moe.cu) sum in this one order.
+#pragma once
+#include <cstdint>
+
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/warp_reduce.cuh"
+
+namespace ember::cuda {
+
+constexpr int kMaxTile = 8;  // activation rows one pass multiplies
+
+// The R rows a warp takes (rows past the matrix repeat its last row) and their zeroed sums.
+template <int R, int NT>
+__device__ __forceinline__ void start_rows(const uint8_t* W, size_t stride, int64_t row0, int64_t rows,
+                                           const uint8_t* (&row)[R], float (&acc)[R][NT]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) row[r] = W + size_t(min(row0 + r, rows - 1)) * stride;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+}
+
+// R rows of W (row0, row0 + 1, ...; rows past the matrix repeat its last row,
+// computed and never written) against NT activation rows; acc[r][t] ends in
+// lane 0. Each lane decodes the same chunks of R rows, so one load of an
+// activation chunk serves R rows: the activations, not the weights, are most
+// of what a warp reads through L1. Every row's sums run in the same order
+// whatever R and NT are.
+template <GgmlType T, int NT, int R>
+__device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_t row0, int64_t rows, int64_t n_chunks,
+                                         const IqTables& tab, const float* const* x, float (&acc)[R][NT]) {
+  const int lane = threadIdx.x & 31;
+  const uint8_t* row[R];
+  start_rows(W, stride, row0, rows, row, acc);
+  for (int64_t c = lane; c < n_chunks; c += 32) {
+    float w[R][32];
+#pragma unroll
+    for (int r = 0; r < R; ++r) dequant_chunk<T>(row[r], c, tab, w[r]);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const float4* xv = reinterpret_cast<const float4*>(x[t] + 32 * c);
+      float a[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) a[r] = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float4 v = xv[j];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          a[r] = fmaf(w[r][4 * j], v.x, a[r]);
+          a[r] = fmaf(w[r][4 * j + 1], v.y, a[r]);
+          a[r] = fmaf(w[r][4 * j + 2], v.z, a[r]);
+          a[r] = fmaf(w[r][4 * j + 3], v.w, a[r]);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r][t] += a[r];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+}  // namespace ember::cuda

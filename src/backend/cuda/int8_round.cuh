@@ -1,0 +1,48 @@
+// The rounding of one 256-element block of activations to int8 (Q8_K, as the
+// CPU rounds it), by one warp: shared by the kernels of int8_acts.cu and the
+// attention kernel that rounds its own output for wo.
+#pragma once
+#include <cstdint>
+
+#include "backend/cuda/int8_acts.h"
+#include "backend/cuda/warp_reduce.cuh"
+
+namespace ember::cuda {
+
+// Rounds one 256-element block, 8 elements per lane (lane l holds elements
+// 8l .. 8l + 7), into its codes, scale and group sums.
+__device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, float* d, int32_t* sums) {
+  const int lane = threadIdx.x & 31;
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+  amax = warp_max(amax);
+  // The CPU's expressions exactly: IEEE division, one float multiply, ties to even.
+  const float scale = __fdiv_rn(amax, 127.f), inv = amax > 0.f ? __fdiv_rn(127.f, amax) : 0.f;
+  int sum = 0;
+  uint32_t packed[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int c = max(-127, min(127, __float2int_rn(__fmul_rn(v[i], inv))));
+    sum += c;
+    packed[i / 4] |= uint32_t(uint8_t(int8_t(c))) << (8 * (i % 4));
+  }
+  reinterpret_cast<uint2*>(q)[lane] = make_uint2(packed[0], packed[1]);
+  // Lanes 2g and 2g + 1 hold group g's 16 codes.
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  if ((lane & 1) == 0) sums[lane / 2] = sum;
+  if (lane == 0) *d = scale;
+}
+
+// Where block j of row t goes.
+struct BlockOut {
+  int8_t* q;
+  float* d;
+  int32_t* sums;
+};
+__device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int64_t j) {
+  return {const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block, const_cast<float*>(a.d) + t * (a.k / kInt8Block) + j,
+          const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group)};
+}
+
+}  // namespace ember::cuda
