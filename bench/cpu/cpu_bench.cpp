@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "bench_util.h"
 #include "engine/block_allocator.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -29,10 +30,7 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;  // for an even count of rounds, the mean of the middle two
 
 struct Bandwidth {
   double copy;  // memcpy: bytes read + bytes written per second (the roofline's definition)
