@@ -8,7 +8,7 @@
 namespace ember::cuda {
 
 // ids[r] = the greedy choice of row r (rows ld floats apart) among its first n
-// logits, exactly as greedy_id() of engine/backend.h decides it: the lowest id
+// logits (n >= 1), exactly as greedy_id() of engine/backend.h decides it: the lowest id
 // holding the largest logit, kArgmaxNonFinite for a NaN or +inf, kArgmaxAllMasked
 // when all are -inf. scratch: argmax_scratch_bytes(n_rows) bytes, zero before
 // the first call; every call leaves it ready for the next.

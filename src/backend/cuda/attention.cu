@@ -275,7 +275,7 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
   const int group = a.n_heads / a.n_kv_heads;
   if (group * 32 > 1024) throw Error("CUDA backend: more than 32 query heads share one key/value head");
   if (a.n_splits < 1 || a.n_splits > kAttentionMaxSplits) throw Error("CUDA backend: attention splits out of range");
-  if (a.round.q != nullptr && (a.round.k != int64_t(a.n_heads) * a.head_dim || a.round.n < n_tok))
+  if (a.round.q != nullptr && (a.tokens != nullptr || a.round.k != int64_t(a.n_heads) * a.head_dim || a.round.n < n_tok))
     throw Error("CUDA backend: attention cannot round its output into these int8 rows");
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {

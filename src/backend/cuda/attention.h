@@ -68,7 +68,8 @@ struct AttnArgs {
   float* out = nullptr;        // n_tok rows of n_heads * head_dim
   float* partial = nullptr;    // scratch: kAttentionTokens * n_heads * n_splits * (head_dim + 2) floats
   // attention(): where the output rows also go rounded to int8 (for wo's
-  // integer product; rows of n_heads * head_dim, a multiple of 256), or q null.
+  // integer product; rows of n_heads * head_dim, a multiple of 256), or q
+  // null. Only with tokens null: every row of the step is rounded.
   Int8Acts round;
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 1.f, softcap = 0.f;

@@ -245,6 +245,7 @@ void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTab
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
                      cudaStream_t s, bool add) {
   if (n_tok <= 0) return;
+  if (n_tok > 65535) throw Error("CUDA backend: the experts' weighted sum takes at most 65,535 tokens a step");
   launch(combine_kernel, dim3(unsigned((n_cols + kCombineThreads - 1) / kCombineThreads), unsigned(n_tok)),
          kCombineThreads, 0, s, expert_out, weights, k, n_cols, out, add);
 }
