@@ -42,13 +42,13 @@ constexpr int64_t kGemmMinTokens = 65;
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
-  size_t counters;   // the one-launch router's count of finished blocks: zero between kernels
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
                      // tokens (T each), flash tiles (2T), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
-  // The metadata, then the chosen experts, the items in expert order and their tiles, then the counters.
-  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles + counters; }
+  // The metadata, then the chosen experts, the items in expert order and their tiles, then the
+  // one-launch router's count of finished blocks (zero between kernels).
+  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles + 1; }
 };
 
 ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
@@ -64,7 +64,6 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
   s.meta_ints = 8 * T + size_t(s.max_table);
-  s.counters = 1;
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -206,7 +205,7 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
   router_done_ = moe_tiles_ + 3 * sz_.moe_tiles;
-  EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sz_.counters * sizeof(int32_t), stream_));
+  EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sizeof(int32_t), stream_));
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   host_ids_ = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));

@@ -188,6 +188,11 @@ __global__ void __launch_bounds__(kGroupThreads) group_kernel(const int32_t* ids
   }
 }
 
+void check_routing(const ModelDesc& d) {
+  if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
+    throw Error("CUDA backend: at most 512 experts and 32 used per token");
+}
+
 // Calls f.template operator()<P>() with the experts each lane holds.
 template <class F>
 void with_experts_per_lane(int E, F&& f) {
@@ -211,8 +216,7 @@ void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t
 }
 
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {
-  if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
-    throw Error("CUDA backend: at most 512 experts and 32 used per token");
+  check_routing(d);
   if (n_tok <= 0) return;
   with_experts_per_lane(d.n_experts, [&]<int P>() {
     launch(route_kernel<P>, unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s, logits, n_tok,
@@ -226,8 +230,7 @@ bool routes_in_one_launch(const DeviceMatrix& router) {
 
 void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
                      int32_t* ids, float* weights, int32_t* done, cudaStream_t s) {
-  if (d.n_experts > kMaxExperts || d.n_experts_used > kMaxUsed || d.n_experts_used > d.n_experts)
-    throw Error("CUDA backend: at most 512 experts and 32 used per token");
+  check_routing(d);
   if (!routes_in_one_launch(router) || router.rows != d.n_experts || router.k % 32 != 0)
     throw Error("CUDA backend: the one-launch router takes a float router of n_experts rows");
   const unsigned blocks = unsigned((d.n_experts + kRouterWarps - 1) / kRouterWarps);
