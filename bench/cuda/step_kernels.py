@@ -7,10 +7,13 @@ ember_bench_engine, each kernel timed alone:
   ncu --graph-profiling node --clock-control none --cache-control none \\
       --metrics gpu__time_duration.sum --csv --launch-count 2500 \\
       ember_bench_engine --model M --backend cuda --batch 1 --prompt 16 --decode 16 --rounds 1 > step.csv
-  bench/cuda/step_kernels.py step.csv
+  bench/cuda/step_kernels.py step.csv [TOKENS]
 
 A decode step runs from the embedding gather to the greedy pick (argmax);
-steps containing tensor-core products (prefill) are skipped. Prints, for the
+prefill steps (weights decoded to bfloat16 for cuBLAS, flash attention) are
+skipped. With TOKENS, only steps of that many tokens count (the embedding
+gather's grid), so that a --batch 16 run shows a step of 16 decoding tokens
+rather than the single-sequence steps the bench runs after it. Prints, for the
 last whole decode step, each kernel's total, share and time per launch, then
 one layer's kernels in order. Kernels timed alone pay their whole ramp and
 tail, so the sum is above a replayed step, where launches overlap.
@@ -28,7 +31,7 @@ def short(name):
     return name
 
 
-def main(path):
+def main(path, tokens=None):
     with open(path) as f:
         rows = list(csv.DictReader(line for line in f if line.startswith('"')))
     seq = [(short(r["Kernel Name"]), float(r["Metric Value"].replace(",", "")) / 1000.0, r["Grid Size"]) for r in rows
@@ -41,10 +44,14 @@ def main(path):
         if end is None:
             continue
         step = seq[start:end + 1]
-        if not any("mma" in s[0] for s in step):
+        # Prefill steps decode weights to bfloat16 for cuBLAS or run flash attention;
+        # decode steps of several tokens take the tensor-core integer products (mma).
+        if tokens is not None and k[2] != f"({tokens}, 1, 1)":
+            continue
+        if not any(re.search(r"decode_to_bf16|round_to_bf16|flash_kernel", s[0]) for s in step):
             steps.append(step)
     if not steps:
-        sys.exit("no whole decode step (gather ... argmax without tensor-core products) in " + path)
+        sys.exit("no whole decode step (gather ... argmax without prefill kernels) in " + path)
     step = steps[-1]
     total = sum(s[1] for s in step)
     print(f"{len(steps)} decode steps found; the last: {len(step)} kernels, {total:.1f} us timed alone\n")
@@ -65,6 +72,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: step_kernels.py NCU_CSV")
-    main(sys.argv[1])
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: step_kernels.py NCU_CSV [TOKENS]")
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else None)

@@ -7,25 +7,25 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/elementwise.h"
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/moe_routing.h"
 
 namespace ember {
 
-namespace {
+namespace cpu {
 
-// Picks the k experts of one token and their weights, in the descriptor's routing order.
-void route(const ModelDesc& d, const float* logits, int32_t* ids, float* weights, float* probs_tmp) {
+void route_token(const ModelDesc& d, const float* logits, int32_t* ids, float* weights, float* scores) {
   const int E = d.n_experts, K = d.n_experts_used;
   // Scores to rank by: softmax probabilities, sigmoid, or raw logits (for top-k-then-softmax).
   if (d.routing == Routing::SoftmaxTopK) {
     float mx = -INFINITY;
     for (int e = 0; e < E; ++e) mx = std::max(mx, logits[e]);
     double sum = 0;
-    for (int e = 0; e < E; ++e) { probs_tmp[e] = std::exp(logits[e] - mx); sum += probs_tmp[e]; }
-    for (int e = 0; e < E; ++e) probs_tmp[e] = float(probs_tmp[e] / sum);
+    for (int e = 0; e < E; ++e) { scores[e] = std::exp(logits[e] - mx); sum += scores[e]; }
+    for (int e = 0; e < E; ++e) scores[e] = float(scores[e] / sum);
   } else if (d.routing == Routing::SigmoidTopK) {
-    for (int e = 0; e < E; ++e) probs_tmp[e] = 1.0f / (1.0f + std::exp(-logits[e]));
+    for (int e = 0; e < E; ++e) scores[e] = 1.0f / (1.0f + std::exp(-logits[e]));
   } else {
-    for (int e = 0; e < E; ++e) probs_tmp[e] = logits[e];
+    for (int e = 0; e < E; ++e) scores[e] = logits[e];
   }
   // Top k by score (ties: lower index first), k is small.
   for (int j = 0; j < K; ++j) {
@@ -33,10 +33,10 @@ void route(const ModelDesc& d, const float* logits, int32_t* ids, float* weights
     for (int e = 0; e < E; ++e) {
       bool taken = false;
       for (int i = 0; i < j; ++i) taken |= ids[i] == e;
-      if (!taken && (best < 0 || probs_tmp[e] > probs_tmp[best])) best = e;
+      if (!taken && (best < 0 || scores[e] > scores[best])) best = e;
     }
     ids[j] = best;
-    weights[j] = probs_tmp[best];
+    weights[j] = scores[best];
   }
   if (d.routing == Routing::TopKSoftmax) {
     const float mx = weights[0];
@@ -50,7 +50,7 @@ void route(const ModelDesc& d, const float* logits, int32_t* ids, float* weights
   }
 }
 
-}  // namespace
+}  // namespace cpu
 
 void CpuBackend::moe_ffn(int l, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
@@ -66,7 +66,7 @@ void CpuBackend::moe_ffn(int l, int64_t n_tok) {
     int32_t* ids = s_.expert_ids.data() + t * K;
     float* wts = s_.expert_w.data() + t * K;
     float* logits = s_.router.data() + t * E;
-    route(d, logits, ids, wts, s_.route_scores.data());
+    cpu::route_token(d, logits, ids, wts, s_.route_scores.data());
     for (int64_t j = 0; j < K; ++j) ++s_.expert_count[size_t(ids[j])];
   }
   // Group (token, weight) pairs by expert.

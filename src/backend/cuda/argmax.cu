@@ -73,9 +73,10 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* logits, i
     mine[3 * blockIdx.y + 2] = slice_bad;
     __threadfence();  // the slice's best visible before it counts itself done
     last = atomicAdd(mine + 3 * kMaxSlices, 1) == int(gridDim.y) - 1;
+    if (last) __threadfence();  // and the last one sees every slice's best before its warp reads them
   }
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  __threadfence();
+  __syncwarp();  // lane 0's fence ordered before the other lanes' reads
   const bool in = lane < int(gridDim.y);
   b = in ? Best{__int_as_float(__ldcg(mine + 3 * lane)), __ldcg(mine + 3 * lane + 1)} : Best{-INFINITY, INT_MAX};
   b = warp_best(b);

@@ -204,7 +204,7 @@ __host__ __device__ constexpr int merge_heads(int head_dim) { return (kMergeThre
 // Dynamic shared memory: merge_heads(head_dim) rows of n_splits weights, then their denominators.
 __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_t t0) {
   extern __shared__ float weights[];
-  __shared__ float merged[kMergeThreads];
+  __shared__ __align__(16) float merged[kMergeThreads];
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   const int hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
@@ -244,11 +244,11 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_
   merged[threadIdx.x] = v;
   __syncthreads();
   if (threadIdx.x >= 32) return;
-  float x[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) x[i] = merged[8 * lane + i];
+  // Lane l rounds elements 8l .. 8l + 7: two 16-byte loads (eight 4-byte ones would be 8-way bank conflicts).
+  const float4 lo = reinterpret_cast<const float4*>(merged)[2 * lane], hi = reinterpret_cast<const float4*>(merged)[2 * lane + 1];
+  const float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
   const BlockOut o = block_out(a.round, t, blockIdx.y);
-  round_block(x, o.q, o.d, o.sums);
+  round_block(x, o.q, o.d, o.sums, o.pairs);
 }
 
 template <class F>

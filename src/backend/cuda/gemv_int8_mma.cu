@@ -6,8 +6,11 @@
 // order of magnitude: from two tokens on, the dp4a products are bound by
 // instructions, not by the bytes they read (bench/RESULTS.md).
 //
-// A block takes 16 rows and J tiles of 8 tokens; its 8 warps are the J tiles
-// times 8 / J along the row (block_product). Every output is summed in one
+// A block takes 16 rows and J tiles of 8 tokens; a warp multiplies each
+// weight fragment it decodes with TW of the tiles (two for Q4_K, up to four for
+// Q6_K: the weights' loads and decoding shared by 16 or 32 tokens), so its 8
+// warps are J / TW groups of tiles times 8 TW / J along the row
+// (block_product). Every output is summed in one
 // order whatever J and the token's place: per super-block of 256 elements the
 // exact integers, then one float term (rounding spelled out, so that no
 // fused multiply-add differs between instantiations); super-block sb belongs
@@ -27,6 +30,8 @@
 #include "backend/cuda/int8_fused.cuh"
 #include "backend/cuda/launch.cuh"
 #include "util/error.h"
+
+#include <algorithm>
 
 namespace ember::cuda {
 
@@ -58,23 +63,34 @@ __device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, u
       : "r"(a0), "r"(a1), "r"(b));
 }
 
-// The eight tokens of a warp's tile: the codes of token g (for B) and the
-// scale rows of tokens 2q, 2q + 1 (for the sums); null where the tile has no
-// token i (act_row(i) < 0), which then multiplies as zeros.
+// The eight tokens of a warp's tile: where the codes of token g start (for B)
+// and the scale rows of tokens 2q, 2q + 1 (for the sums), as offsets from the
+// activations' codes and scales (32 bits: registers are what limits the
+// kernel's resident warps); -1 where the tile has no token i (act_row(i) < 0),
+// which then multiplies as zeros. The host checks that the offsets fit.
 struct Tokens {
-  const int8_t* q;
-  const float* d[2];
+  int q;
+  int d[2];
 };
+struct ActBase {
+  const int8_t* q;  // the codes, in the order the format reads (int8_acts.h)
+  const float* d;
+};
+
+template <bool Pairs>
+__device__ __forceinline__ ActBase act_base(const Int8Acts& a) {
+  return {Pairs ? a.pairs : a.q, a.d};
+}
 
 template <class ActRow>
 __device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, ActRow act_row) {
   Tokens t;
   const int64_t tb = act_row(g);
-  t.q = tb >= 0 ? a.q + tb * a.k : nullptr;
+  t.q = tb >= 0 ? int(tb * a.k) : -1;
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
     const int64_t tc = act_row(2 * q + e);
-    t.d[e] = tc >= 0 ? a.d + tc * (a.k / kInt8Block) : nullptr;
+    t.d[e] = tc >= 0 ? int(tc * (a.k / kInt8Block)) : -1;
   }
   return t;
 }
@@ -89,8 +105,14 @@ struct MmaFormat;
 // reads the activations of those same elements as one 8-byte load. The mins
 // come from a second mma whose A holds each row's min code in all 32 places
 // (min code times the sub-block's activation sum), accumulated over the block.
+// The activations come in the `pairs` order (int8_acts.h): the lane's codes of
+// sub-blocks 2c and 2c + 1 in one 16-byte load, a token's four lanes reading
+// 64 consecutive bytes (eight 8-byte loads over 32-byte spans made the
+// activations most of the kernel's L1 traffic).
 template <>
 struct MmaFormat<GgmlType::Q4_K> {
+  static constexpr bool kPairs = true;
+  static constexpr int kTilesPerWarp = 2;  // tiles each decoded fragment meets, at most (measured: 2 beats 1 and 4)
   struct Raw {
     uint4 hdr[2];  // d, dmin, scales of rows g and g + 8
     uint2 q[2][4];
@@ -104,32 +126,61 @@ struct MmaFormat<GgmlType::Q4_K> {
       for (int c = 0; c < 4; ++c) r.q[h][c] = *reinterpret_cast<const uint2*>(blk + 16 + 32 * c + 8 * q);
     }
   }
-  __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
-    int isum[4] = {0, 0, 0, 0}, imin[4] = {0, 0, 0, 0};
+  // The weights' fragments are decoded once and meet each of the TW tiles.
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb, int q,
+                                                  float (&acc)[TW][4]) {
+    int isum[TW][4], imin[TW][4];
 #pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const int c = s / 2, shift = 4 * (s % 2);
-      const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
-                             (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
-      int sc[2], m[2];
-      q4k_scale_min(r.hdr[0], s, sc[0], m[0]);
-      q4k_scale_min(r.hdr[1], s, sc[1], m[1]);
-      const uint32_t am[4] = {uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u, uint32_t(m[0]) * 0x01010101u,
-                              uint32_t(m[1]) * 0x01010101u};
-      const uint2 b = x.q ? *reinterpret_cast<const uint2*>(x.q + sb * 256 + 32 * s + 8 * q) : make_uint2(0, 0);
-      int prod[4] = {0, 0, 0, 0};
-      mma_k32(prod, a, b);
-      mma_k32(imin, am, b);
+    for (int t = 0; t < TW; ++t)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) isum[e] += sc[e / 2] * prod[e];
+      for (int e = 0; e < 4; ++e) isum[t][e] = imin[t][e] = 0;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      uint4 bc[TW];  // the codes of sub-blocks 2c (x, y) and 2c + 1 (z, w)
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        if constexpr (kPairs) {
+          bc[t] = x[t].q >= 0 ? *reinterpret_cast<const uint4*>(ab.q + x[t].q + sb * 256 + 64 * c + 16 * q)
+                              : make_uint4(0, 0, 0, 0);
+        } else {
+          const uint2 lo = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + sb * 256 + 64 * c + 8 * q)
+                                       : make_uint2(0, 0);
+          const uint2 hi = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + sb * 256 + 64 * c + 32 + 8 * q)
+                                       : make_uint2(0, 0);
+          bc[t] = make_uint4(lo.x, lo.y, hi.x, hi.y);
+        }
+      }
+#pragma unroll
+      for (int hi = 0; hi < 2; ++hi) {
+        const int s = 2 * c + hi, shift = 4 * hi;
+        const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
+                               (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
+        int sc[2], m[2];
+        q4k_scale_min(r.hdr[0], s, sc[0], m[0]);
+        q4k_scale_min(r.hdr[1], s, sc[1], m[1]);
+        const uint32_t am[4] = {uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u,
+                                uint32_t(m[0]) * 0x01010101u, uint32_t(m[1]) * 0x01010101u};
+#pragma unroll
+        for (int t = 0; t < TW; ++t) {
+          const uint2 b = hi ? make_uint2(bc[t].z, bc[t].w) : make_uint2(bc[t].x, bc[t].y);
+          int prod[4] = {0, 0, 0, 0};
+          mma_k32(prod, a, b);
+          mma_k32(imin[t], am, b);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
+        }
+      }
     }
     const float d[2] = {h2f(uint16_t(r.hdr[0].x)), h2f(uint16_t(r.hdr[1].x))};
     const float dmin[2] = {h2f(uint16_t(r.hdr[0].x >> 16)), h2f(uint16_t(r.hdr[1].x >> 16))};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float ad = x.d[e % 2] ? x.d[e % 2][sb] : 0.f;
-      acc[e] = add_term(acc[e], q4k_term(ad, d[e / 2], dmin[e / 2], isum[e], imin[e]));
-    }
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + sb] : 0.f;
+        acc[t][e] = add_term(acc[t][e], q4k_term(ad, d[e / 2], dmin[e / 2], isum[t][e], imin[t][e]));
+      }
   }
 };
 
@@ -140,6 +191,8 @@ struct MmaFormat<GgmlType::Q4_K> {
 // half h and lh that hold its elements of all four i.
 template <>
 struct MmaFormat<GgmlType::Q6_K> {
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 4;  // measured: 4 beats 2 from 32 tokens (its fragments cost more to decode)
   struct Raw {
     uint32_t ql0[2][4], ql1[2][4], qh[2][4];  // [row][2h + lh]
     uint32_t sc[2][4];                        // the 16 int8 scales of each row
@@ -167,27 +220,42 @@ struct MmaFormat<GgmlType::Q6_K> {
     const uint32_t A = r.ql0[h][p], B = r.ql1[h][p], H = r.qh[h][p];
     return i == 0 ? q6k_codes<0>(A, B, H) : i == 1 ? q6k_codes<1>(A, B, H) : i == 2 ? q6k_codes<2>(A, B, H) : q6k_codes<3>(A, B, H);
   }
-  __device__ __forceinline__ static void multiply(const Raw& r, const Tokens& x, int64_t sb, int q, float (&acc)[4]) {
-    int isum[4] = {0, 0, 0, 0};
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb, int q,
+                                                  float (&acc)[TW][4]) {
+    int isum[TW][4];
+#pragma unroll
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) isum[t][e] = 0;
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       const int half = p / 2, lh = p % 2;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int si = 8 * half + 2 * i + lh;  // the scale's index
-        const uint32_t b = x.q ? *reinterpret_cast<const uint32_t*>(x.q + sb * 256 + 128 * half + 32 * i + 16 * lh + 4 * q) : 0u;
-        int prod[4] = {0, 0, 0, 0};
-        mma_k16(prod, codes(r, 0, p, i), codes(r, 1, p, i), b);
+        const uint32_t a0 = codes(r, 0, p, i), a1 = codes(r, 1, p, i);
+        const int sc[2] = {int(int8_t(r.sc[0][si / 4] >> (8 * (si % 4)))), int(int8_t(r.sc[1][si / 4] >> (8 * (si % 4))))};
 #pragma unroll
-        for (int e = 0; e < 4; ++e) isum[e] += int(int8_t(r.sc[e / 2][si / 4] >> (8 * (si % 4)))) * prod[e];
+        for (int t = 0; t < TW; ++t) {
+          const uint32_t b =
+              x[t].q >= 0 ? *reinterpret_cast<const uint32_t*>(ab.q + x[t].q + sb * 256 + 128 * half + 32 * i + 16 * lh + 4 * q)
+                          : 0u;
+          int prod[4] = {0, 0, 0, 0};
+          mma_k16(prod, a0, a1, b);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
+        }
       }
     }
     const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float ad = x.d[e % 2] ? x.d[e % 2][sb] : 0.f;
-      acc[e] = add_term(acc[e], q6k_term(ad, d[e / 2], isum[e]));
-    }
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + sb] : 0.f;
+        acc[t][e] = add_term(acc[t][e], q6k_term(ad, d[e / 2], isum[t][e]));
+      }
   }
 };
 
@@ -195,62 +263,75 @@ constexpr int kWarps = 8;  // per block
 
 // One block's products: 16 rows from r0 of W (rows past the matrix repeat its
 // last row) times J tiles of 8 tokens, act_row(i) the activation row of token
-// i (negative: none, multiplied as zeros). The block's warps are J tiles
-// times 8 / J along k, and a warp multiplies the super-blocks of its classes:
-// with J = 1 each warp holds one class, with J = 8 one warp holds all eight,
-// in eight sums. Each pass loads the next super-block's weights before
-// multiplying the one it has.
+// i (negative: none, multiplied as zeros). A warp multiplies each weight
+// fragment it decodes with TW of the tiles, so the block's 8 warps are G = J /
+// TW groups of tiles times 8 / G along k, and a warp multiplies the
+// super-blocks of G classes: with G = 1 each warp holds one class, with G = 8
+// one warp holds all eight, in eight sums. Each pass loads the next
+// super-block's weights before multiplying the one it has. The sums of a
+// (row, token) do not depend on TW or J.
 //
-// Returns true in the warps that hold a tile's result: `out` then holds the
-// sums of tile `tile`. With await_inputs the first weights are loaded before
-// the activations are ready (launch.cuh).
-template <GgmlType T, int J, class ActRow>
+// Returns true in the warps that hold a tile's result (warp j < J holds tile
+// j): `out` then holds the sums of tile `tile`. With await_inputs the first
+// weights are loaded before the activations are ready (launch.cuh).
+template <GgmlType T, int J, int TW, class ActRow>
 __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, int64_t rows, int64_t r0,
                                               const Int8Acts& a, ActRow act_row, bool await_inputs, int& tile,
                                               float (&out)[4]) {
   using F = MmaFormat<T>;
-  constexpr int Wk = kWarps / J;  // warps along k
-  static_assert(Wk * J == kClasses);
+  static_assert(J % TW == 0);
+  constexpr int G = J / TW;       // groups of tiles
+  constexpr int Wk = kWarps / G;  // warps along k
+  constexpr int S = kClasses / Wk;  // classes per warp
+  static_assert(Wk * G == kWarps && Wk * S == kClasses);
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), g = lane >> 2, q = lane & 3;
-  const int kw = warp / J, jt = warp % J;
+  const int kw = warp / G, jg = warp % G;
   const uint8_t* const row[2] = {W + size_t(min(r0 + g, rows - 1)) * stride, W + size_t(min(r0 + g + 8, rows - 1)) * stride};
   const int64_t blocks = a.k / 256;
-  float acc[J][4];  // class kw + Wk * sl
+  float acc[S][TW][4];  // class kw + Wk * sl, tile TW * jg + t
 #pragma unroll
-  for (int sl = 0; sl < J; ++sl)
+  for (int sl = 0; sl < S; ++sl)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[sl][e] = 0.f;
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[sl][t][e] = 0.f;
   typename F::Raw cur, next;
   if (kw < blocks) F::fetch(row, kw, q, cur);
   if (await_inputs) begin_kernel();
-  const Tokens x = tile_tokens(a, g, q, [&](int i) { return act_row(8 * jt + i); });
+  Tokens x[TW];
+#pragma unroll
+  for (int t = 0; t < TW; ++t)
+    x[t] = tile_tokens(a, g, q, [&](int i) { return act_row(8 * (TW * jg + t) + i); });
+  const ActBase ab = act_base<F::kPairs>(a);
   for (int64_t base = kw; base < blocks; base += kClasses) {
 #pragma unroll
-    for (int sl = 0; sl < J; ++sl) {
+    for (int sl = 0; sl < S; ++sl) {
       const int64_t sb = base + Wk * sl;
       if (sb < blocks) {
         const bool more = sb + Wk < blocks;
         if (more) F::fetch(row, sb + Wk, q, next);
-        F::multiply(cur, x, sb, q, acc[sl]);
+        F::template multiply<TW>(cur, ab, x, sb, q, acc[sl]);
         if (more) cur = next;
       }
     }
   }
   __shared__ float partial[kClasses][J][4][32];  // [class][tile]
 #pragma unroll
-  for (int sl = 0; sl < J; ++sl)
+  for (int sl = 0; sl < S; ++sl)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) partial[kw + Wk * sl][jt][e][lane] = acc[sl][e];
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) partial[kw + Wk * sl][TW * jg + t][e][lane] = acc[sl][t][e];
   __syncthreads();
-  if (kw != 0) return false;
+  if (warp >= J) return false;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
-    float sum = partial[0][jt][e][lane];
+    float sum = partial[0][warp][e][lane];
 #pragma unroll
-    for (int c = 1; c < kClasses; ++c) sum = add_term(sum, partial[c][jt][e][lane]);
+    for (int c = 1; c < kClasses; ++c) sum = add_term(sum, partial[c][warp][e][lane]);
     out[e] = sum;
   }
-  tile = jt;
+  tile = warp;
   return true;
 }
 
@@ -261,7 +342,7 @@ __device__ __forceinline__ int out_token(int j, int e) { return 8 * j + 2 * int(
 // Block (x, y): 16 rows of the matrix fused_part(x) chooses, tokens
 // [8J y, 8J y + 8J). Rows past the matrix and tokens past n are not written.
 // With add, Y += the products.
-template <GgmlType T, int J>
+template <GgmlType T, int J, int TW>
 __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, Int8Acts a, bool add) {
   const FusedPart part = fused_part(f, blockIdx.x);
   const int64_t r0 = int64_t(blockIdx.x - part.first) * kTileRows;
@@ -269,7 +350,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, 
   int tile;
   float out[4];
   auto act_row = [&](int i) -> int64_t { return t0 + i < a.n ? t0 + i : -1; };
-  if (!block_product<T, J>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
+  if (!block_product<T, J, TW>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
@@ -311,7 +392,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
   auto act_row = [&](int i) -> int64_t { return i < count ? item(i) / x_div : -1; };
   int tile;
   float out[4];
-  if (!block_product<T, 1>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
+  if (!block_product<T, 1, 1>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
   float* Y = second ? m.Y[1] : m.Y[0];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
@@ -319,6 +400,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
     const int i = out_token(0, e);
     if (r < rows && i < count) Y[item(i) * ldy + r] = out[e];
   }
+}
+
+// The kernels address activation rows with 32-bit offsets (Tokens).
+void check_offsets(const Int8Acts& a) {
+  if (a.n * a.k > 0x7fffffff) throw Error("CUDA backend: more int8 activations in one product than 2^31");
 }
 
 template <class F>
@@ -334,18 +420,20 @@ void dispatch(GgmlType t, F&& f) {
 
 void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
   if (a.n <= 0 || outs.empty()) return;
+  check_offsets(a);
   const GgmlType type = outs[0].W->type;
   unsigned blocks = 0;
   const Fused f = make_fused(outs, kTileRows, blocks);
-  auto go = [&]<GgmlType T, int J>() {
-    launch(gemv_int8_mma_kernel<T, J>, dim3(blocks, unsigned((a.n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, f, a,
-           add);
+  auto go = [&]<GgmlType T, int J, int TW>() {
+    launch(gemv_int8_mma_kernel<T, J, TW>, dim3(blocks, unsigned((a.n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, f,
+           a, add);
   };
   auto with_format = [&]<GgmlType T>() {
-    if (a.n <= 8) go.template operator()<T, 1>();
-    else if (a.n <= 16) go.template operator()<T, 2>();
-    else if (a.n <= 32) go.template operator()<T, 4>();
-    else go.template operator()<T, 8>();
+    constexpr int tw = MmaFormat<T>::kTilesPerWarp;
+    if (a.n <= 8) go.template operator()<T, 1, 1>();
+    else if (a.n <= 16) go.template operator()<T, 2, std::min(2, tw)>();
+    else if (a.n <= 32) go.template operator()<T, 4, std::min(4, tw)>();
+    else go.template operator()<T, 8, std::min(8, tw)>();
   };
   dispatch(type, with_format);
 }
@@ -354,6 +442,7 @@ void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, co
                            int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
   if (n_tiles <= 0) return;
   if (n_tiles > 65535) throw Error("CUDA backend: more expert items or tiles in one step than a grid holds");
+  check_offsets(a);
   const ExpertPair m = expert_pair(outs, a, kTileRows);
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {

@@ -16,13 +16,15 @@ constexpr int kWarps = 4;
 size_t align16(size_t b) { return (b + 15) / 16 * 16; }
 
 struct Layout {
-  size_t q, d, sums;  // byte offsets of the three arrays
+  size_t q, d, sums, pairs, end;  // byte offsets of the four arrays, and the bytes they take
 };
 Layout layout(int64_t rows, int64_t k) {
   Layout l{};
   l.q = 0;
   l.d = align16(size_t(rows * k));
   l.sums = l.d + align16(size_t(rows * (k / kInt8Block)) * sizeof(float));
+  l.pairs = l.sums + align16(size_t(rows * (k / kInt8Group)) * sizeof(int32_t));
+  l.end = l.pairs + align16(size_t(rows * k));
   return l;
 }
 
@@ -37,38 +39,43 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
   const float4 v0 = x[0], v1 = x[1];
   const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
   const BlockOut o = block_out(a, t, j);
-  round_block(v, o.q, o.d, o.sums);
+  round_block(v, o.q, o.d, o.sums, o.pairs);
 }
 
-// RMSNorm of a row (one thread block per row) as rmsnorm_rows computes it,
-// written as floats and rounded, each warp taking every kNormWarps-th block.
+// RMSNorm of a row as rmsnorm_rows computes it, written as floats and rounded:
+// block (i, y) takes row i's 256-element blocks [8 y, 8 y + 8), one per warp.
+// Each block sums the whole row's squares itself (16 KB from L2 at a width of
+// 4,096) rather than one block rounding all of them: a step of one token
+// would otherwise round its row on one block, two blocks a warp in turn.
 constexpr int kNormWarps = 8;
 __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const float* x, const int32_t* rows,
                                                                        const float* w, float eps, float* y, Int8Acts a) {
-  // The norm weights never change during a step: a warp's first block of them
-  // is loaded before waiting for the kernel before (launch.cuh), so that
-  // latency overlaps that kernel's tail instead of following it.
+  // The norm weights never change during a step: the warp's block of them is
+  // loaded before waiting for the kernel before (launch.cuh), so that latency
+  // overlaps that kernel's tail instead of following it.
   const int lane = threadIdx.x & 31;
-  const int64_t j0 = threadIdx.x >> 5, blocks = a.k / kInt8Block;
-  float w0[8];
-  if (j0 < blocks)
+  const int64_t j = int64_t(blockIdx.y) * kNormWarps + (threadIdx.x >> 5), blocks = a.k / kInt8Block;
+  const int64_t e = j * kInt8Block + 8 * lane;
+  float wj[8];
+  if (j < blocks)
 #pragma unroll
-    for (int m = 0; m < 8; ++m) w0[m] = w[j0 * kInt8Block + 8 * lane + m];
+    for (int m = 0; m < 8; ++m) wj[m] = w[e + m];
   begin_kernel();
   const int64_t i = blockIdx.x;
   const float* xr = x + (rows ? int64_t(rows[i]) : i) * a.k;
   const float inv = row_inv_rms<kNormWarps * 32>(xr, a.k, eps);
-  for (int64_t j = j0; j < blocks; j += kNormWarps) {
-    const int64_t e = j * kInt8Block + 8 * lane;
-    float v[8];
+  if (j >= blocks) return;
+  const float4* xv = reinterpret_cast<const float4*>(xr + e);
+  const float4 x0 = xv[0], x1 = xv[1];
+  const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  float v[8];
 #pragma unroll
-    for (int m = 0; m < 8; ++m) v[m] = normed(xr[e + m], inv, j == j0 ? w0[m] : w[e + m]);
-    float4* yo = reinterpret_cast<float4*>(y + i * a.k + e);
-    yo[0] = make_float4(v[0], v[1], v[2], v[3]);
-    yo[1] = make_float4(v[4], v[5], v[6], v[7]);
-    const BlockOut o = block_out(a, i, j);
-    round_block(v, o.q, o.d, o.sums);
-  }
+  for (int m = 0; m < 8; ++m) v[m] = normed(xs[m], inv, wj[m]);
+  float4* yo = reinterpret_cast<float4*>(y + i * a.k + e);
+  yo[0] = make_float4(v[0], v[1], v[2], v[3]);
+  yo[1] = make_float4(v[4], v[5], v[6], v[7]);
+  const BlockOut o = block_out(a, i, j);
+  round_block(v, o.q, o.d, o.sums, o.pairs);
 }
 
 // h = act(gate) * up as gated_activation computes it, written and rounded; one warp per block.
@@ -87,7 +94,7 @@ __global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act
   ho[0] = make_float4(v[0], v[1], v[2], v[3]);
   ho[1] = make_float4(v[4], v[5], v[6], v[7]);
   const BlockOut o = block_out(a, t, j);
-  round_block(v, o.q, o.d, o.sums);
+  round_block(v, o.q, o.d, o.sums, o.pairs);
 }
 
 unsigned warp_blocks(const Int8Acts& a) { return unsigned((a.n * (a.k / kInt8Block) + kWarps - 1) / kWarps); }
@@ -103,6 +110,7 @@ Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst) {
   a.q = reinterpret_cast<int8_t*>(base + l.q);
   a.d = reinterpret_cast<float*>(base + l.d);
   a.sums = reinterpret_cast<int32_t*>(base + l.sums);
+  a.pairs = reinterpret_cast<int8_t*>(base + l.pairs);
   a.k = k;
   a.n = n;
   return a;
@@ -110,7 +118,7 @@ Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst) {
 
 size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
   const int64_t k = (max_k + kInt8Block - 1) / kInt8Block * kInt8Block;
-  return layout(max_rows, k).sums + align16(size_t(max_rows * (k / kInt8Group)) * sizeof(int32_t));
+  return layout(max_rows, k).end;
 }
 
 Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
@@ -124,7 +132,8 @@ Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const
                            float* y, void* dst, cudaStream_t s) {
   const Int8Acts a = int8_acts_view(n, k, dst);
   if (n <= 0) return a;
-  launch(rmsnorm_round_kernel, unsigned(n), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
+  const unsigned groups = unsigned((k / kInt8Block + kNormWarps - 1) / kNormWarps);
+  launch(rmsnorm_round_kernel, dim3(unsigned(n), groups), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
   return a;
 }
 

@@ -18,12 +18,24 @@ constexpr int kInt8Group = 16;   // elements per stored sum
 
 // n rows of k elements (k a multiple of 256): row t's codes at q + t * k, its
 // scales at d + t * (k / 256), its group sums at sums + t * (k / 16).
+// `pairs` holds the same codes again (row t at pairs + t * k), each 64-element
+// group of a block (sub-blocks 2u, 2u + 1 of 32) reordered for the Q4_K
+// tensor-core product (gemv_int8_mma.cu): element 32 s + 8 q + i of a block at
+// 64 (s / 2) + 16 q + 8 (s % 2) + i, so that the 8 codes its lane q takes from
+// each of the two sub-blocks are one 16-byte load, and the four lanes of a
+// token read 64 consecutive bytes.
 struct Int8Acts {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const int32_t* sums = nullptr;
+  const int8_t* pairs = nullptr;
   int64_t k = 0, n = 0;
 };
+
+// Where element e (0..255) of a block lies in its `pairs` order.
+__host__ __device__ constexpr int pairs_position(int e) {
+  return 64 * (e / 64) + 16 * ((e % 32) / 8) + 8 * ((e / 32) % 2) + e % 8;
+}
 
 // Device memory for up to max_rows rows of up to max_k elements, laid out as above.
 size_t int8_acts_bytes(int64_t max_rows, int64_t max_k);

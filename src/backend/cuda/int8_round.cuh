@@ -10,8 +10,9 @@
 namespace ember::cuda {
 
 // Rounds one 256-element block, 8 elements per lane (lane l holds elements
-// 8l .. 8l + 7), into its codes, scale and group sums.
-__device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, float* d, int32_t* sums) {
+// 8l .. 8l + 7), into its codes (also in the `pairs` order, int8_acts.h), scale
+// and group sums.
+__device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, float* d, int32_t* sums, int8_t* pairs) {
   const int lane = threadIdx.x & 31;
   float amax = 0.f;
 #pragma unroll
@@ -28,6 +29,7 @@ __device__ __forceinline__ void round_block(const float (&v)[8], int8_t* q, floa
     packed[i / 4] |= uint32_t(uint8_t(int8_t(c))) << (8 * (i % 4));
   }
   reinterpret_cast<uint2*>(q)[lane] = make_uint2(packed[0], packed[1]);
+  *reinterpret_cast<uint2*>(pairs + pairs_position(8 * lane)) = make_uint2(packed[0], packed[1]);
   // Lanes 2g and 2g + 1 hold group g's 16 codes.
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   if ((lane & 1) == 0) sums[lane / 2] = sum;
@@ -39,10 +41,12 @@ struct BlockOut {
   int8_t* q;
   float* d;
   int32_t* sums;
+  int8_t* pairs;
 };
 __device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int64_t j) {
   return {const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block, const_cast<float*>(a.d) + t * (a.k / kInt8Block) + j,
-          const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group)};
+          const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group),
+          const_cast<int8_t*>(a.pairs) + t * a.k + j * kInt8Block};
 }
 
 }  // namespace ember::cuda

@@ -126,10 +126,10 @@ __global__ void __launch_bounds__(kRouterWarps * 32) router_route_kernel(const u
   if (threadIdx.x == 0) {
     __threadfence();  // the block's logits (ordered before by the barrier) visible before it counts itself done
     last = atomicAdd(done, 1) == int(gridDim.x) - 1;
+    if (last) __threadfence();  // and the last block sees every block's logits before its warp reads them
   }
   __syncthreads();
   if (!last || threadIdx.x >= 32) return;
-  __threadfence();
   route_token<P>(logits, E, K, routing, norm_topk, ids, weights);
   if (threadIdx.x == 0) *done = 0;  // ready for the next layer's launch
 }
