@@ -205,9 +205,12 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
 TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
   std::mt19937 rng(19);
   Tables tab;
-  const int64_t k = 2048;
+  // Rows whose weights a lane holds through the wait in two chunks (2,048; 1,056: lane 0 alone takes a
+  // second), four (4,096), or loads after it (5,120).
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
-    for (const auto& [E, K] : {std::pair{128, 8}, std::pair{61, 4}, std::pair{256, 8}, std::pair{160, 6}, std::pair{512, 32}})
+    for (const auto& [E, K, k] : {std::tuple{128, 8, int64_t(2048)}, std::tuple{61, 4, int64_t(4096)},
+                                  std::tuple{256, 8, int64_t(5120)}, std::tuple{160, 6, int64_t(1056)},
+                                  std::tuple{512, 32, int64_t(2048)}})
       for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
         for (bool norm : {false, true}) {
           ModelDesc d;
@@ -233,7 +236,7 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
           gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
           route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
           const auto [logits2, ids2, w2] = fetch();
-          const std::string what = std::string(type_name(type)) + " E=" + std::to_string(E) + " routing " +
+          const std::string what = std::string(type_name(type)) + " E=" + std::to_string(E) + " k=" + std::to_string(k) + " routing " +
                                    std::to_string(int(routing)) + (norm ? " norm" : "");
           {
             std::vector<int32_t> host_ids(static_cast<size_t>(K));
@@ -553,6 +556,12 @@ TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
       for (int64_t r = 0; r < rows; ++r)
         ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, hx.values.data() + (i / K) * k));
     EXPECT_LE(rel_error(y, ref), 1e-5) << type_name(type);
+    // With the ids read before the wait (written two launches back, as down's are): the same bits.
+    const Int8Acts again = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gemv_int8_experts(dm, dids.get<int32_t>(), again, int(K), n_tok * K, dy.get<float>(), rows, nullptr, true);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(0, std::memcmp(y.data(), download<float>(dy, y.size()).data(), y.size() * 4)) << type_name(type) << " ids early";
   }
 }
 

@@ -112,10 +112,11 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
 }
 
 void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
-                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts) {
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts,
+                  bool ids_early) {
   if (n_items <= 0) return;
   check_shape(W);
-  if (acts && has_int8_product(W.type)) return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s);
+  if (acts && has_int8_product(W.type)) return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s, ids_early);
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
   auto with_format = [&]<GgmlType T>() {

@@ -22,9 +22,13 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
           cudaStream_t s, const Int8Acts* acts = nullptr, bool add = false);
 
 // Mixture of experts: item i multiplies expert ids[i] (W.data + ids[i] * W.expert_stride)
-// with X row i / x_div, into Y row i. acts as for gemv.
+// with X row i / x_div, into Y row i. acts as for gemv. ids_early: the ids were
+// written at least two kernels before this one (its predecessor began only
+// after their writer finished, launch.cuh), so the integer products read them
+// and load their first weights before waiting for the activations.
 void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const float* X, int64_t ldx,
-                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts = nullptr);
+                  int x_div, int64_t n_items, float* Y, int64_t ldy, cudaStream_t s, const Int8Acts* acts = nullptr,
+                  bool ids_early = false);
 
 // The integer products (gemv_int8.cu), for the formats whose CPU product rounds
 // activations to int8 per 256 elements (Q4_K, Q6_K): the weight codes meet the
@@ -41,11 +45,11 @@ struct Int8Out {
 };
 void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
-                       float* Y, int64_t ldy, cudaStream_t s);
+                       float* Y, int64_t ldy, cudaStream_t s, bool ids_early = false);
 // Two expert tensors of one format and shape reading the same items (gate and
 // up) in one launch, each output the bits of its own launch (also one tensor).
 void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
-                       cudaStream_t s);
+                       cudaStream_t s, bool ids_early = false);
 
 // The same products with the items grouped by expert (moe.h group_by_expert):
 // each block multiplies one tile of up to kExpertTile items of one expert, so

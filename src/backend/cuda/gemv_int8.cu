@@ -235,9 +235,12 @@ template <GgmlType T, class S>
 __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(ExpertPair m, size_t stride,
                                                                           size_t expert_stride, int64_t rows,
                                                                           const int32_t* ids, Int8Acts a, int x_div,
-                                                                          int64_t ldy) {
+                                                                          int64_t ldy, bool ids_early) {
   constexpr int R = S::kRows;
-  begin_kernel();  // the expert ids come from the kernel before
+  // The expert ids come from the kernel before, or (ids_early) from one that
+  // finished before it began: then read from L2 at once, and the first weights
+  // are loaded before the wait for the activations.
+  if (!ids_early) begin_kernel();
   const bool second = blockIdx.x >= m.blocks0;
   const uint8_t* W = second ? m.W[1] : m.W[0];
   float* Y = second ? m.Y[1] : m.Y[0];
@@ -246,7 +249,8 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(Exper
   const int64_t item = blockIdx.y;
   const ActRow x[1] = {act_row(a, item / x_div)};
   float acc[R][1];
-  rows_dot<T, 1, R, S::kUnroll>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, a.k / 256, x, acc, false);
+  const int32_t expert = ids_early ? __ldcg(ids + item) : ids[item];
+  rows_dot<T, 1, R, S::kUnroll>(W + size_t(expert) * expert_stride, stride, r0, rows, a.k / 256, x, acc, ids_early);
   if ((threadIdx.x & 31) == 0) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
@@ -310,7 +314,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
 }
 
 void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
-                       cudaStream_t s) {
+                       cudaStream_t s, bool ids_early) {
   if (n_items <= 0) return;
   // Each item multiplies alone.
   if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
@@ -319,15 +323,15 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
     launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_items)), S::kWarps * 32, 0,
-           s, m, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy);
+           s, m, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy, ids_early);
   };
   if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
 }
 
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
-                       float* Y, int64_t ldy, cudaStream_t s) {
+                       float* Y, int64_t ldy, cudaStream_t s, bool ids_early) {
   const Int8Out out{&W, Y, ldy};
-  gemv_int8_experts({&out, 1}, ids, a, x_div, n_items, s);
+  gemv_int8_experts({&out, 1}, ids, a, x_div, n_items, s, ids_early);
 }
 
 void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,

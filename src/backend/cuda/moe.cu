@@ -105,23 +105,65 @@ __global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, R
 
 // The router product of one token, a warp per expert (its sums in gemv's
 // order, so the logits are gemv's bits), then the routing in the block that
-// finishes last: one launch and no wait between the two.
+// finishes last: one launch and no wait between the two. With C > 0 a lane
+// holds its C chunks of 32 weights (rows of at most 1,024 C) and loads them
+// before waiting for the kernel before (the router's weights never change
+// during a step, launch.cuh), so that only the activations' loads follow the
+// wait; C = 0 (longer rows) loads them after it.
 constexpr int kRouterWarps = 4;
 
-template <GgmlType T, int P>
+template <GgmlType T, int C>
+__device__ __forceinline__ float router_dot(const uint8_t* W, size_t stride, int64_t r, int E, int64_t k, const IqTables& tab,
+                                            const float* x) {
+  if constexpr (C == 0) {
+    begin_kernel();
+    if (r >= E) return 0.f;
+    const float* xs[1] = {x};
+    float acc[1][1];
+    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
+    return acc[0][0];
+  } else {
+    // rows_dot's sums for one row and one activation row, with the weights loaded first.
+    const int lane = threadIdx.x & 31;
+    const int64_t n_chunks = k / 32;
+    const uint8_t* row = W + size_t(min(r, int64_t(E) - 1)) * stride;
+    float w[C][32];
+#pragma unroll
+    for (int i = 0; i < C; ++i)
+      if (lane + 32 * i < n_chunks) dequant_chunk<T>(row, lane + 32 * i, tab, w[i]);
+    begin_kernel();
+    if (r >= E) return 0.f;
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      const int64_t c = lane + 32 * i;
+      if (c < n_chunks) {
+        const float4* xv = reinterpret_cast<const float4*>(x + 32 * c);
+        float a = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float4 v = xv[j];
+          a = fmaf(w[i][4 * j], v.x, a);
+          a = fmaf(w[i][4 * j + 1], v.y, a);
+          a = fmaf(w[i][4 * j + 2], v.z, a);
+          a = fmaf(w[i][4 * j + 3], v.w, a);
+        }
+        acc += a;
+      }
+    }
+    return warp_sum(acc);
+  }
+}
+
+template <GgmlType T, int P, int C>
 __global__ void __launch_bounds__(kRouterWarps * 32) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
                                                                          IqTables tab, const float* x, float* logits,
                                                                          int E, int K, Routing routing, bool norm_topk,
                                                                          int32_t* ids, float* weights, int32_t* done) {
   __shared__ bool last;
-  begin_kernel();
   const int64_t r = int64_t(blockIdx.x) * kRouterWarps + (threadIdx.x >> 5);
-  if (r < E) {
-    const float* xs[1] = {x};
-    float acc[1][1];
-    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
-    if ((threadIdx.x & 31) == 0) logits[r] = acc[0][0];
-  }
+  const float logit = router_dot<T, C>(W, stride, r, E, k, tab, x);
+  if (r < E && (threadIdx.x & 31) == 0) logits[r] = logit;
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();  // the block's logits (ordered before by the barrier) visible before it counts itself done
@@ -236,8 +278,14 @@ void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTab
   const unsigned blocks = unsigned((d.n_experts + kRouterWarps - 1) / kRouterWarps);
   auto go = [&]<GgmlType T>() {
     with_experts_per_lane(d.n_experts, [&]<int P>() {
-      launch(router_route_kernel<T, P>, blocks, kRouterWarps * 32, 0, s, router.data, router.row_stride, router.k, tab,
-             x, logits, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights, done);
+      auto with_chunks = [&]<int C>() {
+        launch(router_route_kernel<T, P, C>, blocks, kRouterWarps * 32, 0, s, router.data, router.row_stride, router.k,
+               tab, x, logits, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights, done);
+      };
+      // Chunks of 32 weights per lane held through the wait: rows of up to 2,048 or 4,096.
+      if (router.k <= 2048) with_chunks.template operator()<2>();
+      else if (router.k <= 4096) with_chunks.template operator()<4>();
+      else with_chunks.template operator()<0>();
     });
   };
   if (router.type == GgmlType::F32) go.template operator()<GgmlType::F32>();
