@@ -44,10 +44,10 @@ def main(path, tokens=None):
         if end is None:
             continue
         step = seq[start:end + 1]
+        if tokens is not None and k[2] != f"({tokens}, 1, 1)":  # the gather: a block per token
+            continue
         # Prefill steps decode weights to bfloat16 for cuBLAS or run flash attention;
         # decode steps of several tokens take the tensor-core integer products (mma).
-        if tokens is not None and k[2] != f"({tokens}, 1, 1)":
-            continue
         if not any(re.search(r"decode_to_bf16|round_to_bf16|flash_kernel", s[0]) for s in step):
             steps.append(step)
     if not steps:

@@ -527,7 +527,7 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   // The ids were written before gate/up, which ran before the gated activation: down's blocks may
   // load their experts' first weights before that activation is ready.
   if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
-  else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, hq != nullptr);
+  else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, /*ids_early=*/true);
   // Without a post-norm the weighted sum adds itself onto the residual stream.
   const bool into_x = L.post_ffn_norm == nullptr;
   combine_experts(moe_out_, moe_w_, int(K), n_tok, H, into_x ? x_ : proj_, stream_, into_x);

@@ -109,6 +109,16 @@ struct MmaFormat;
 // sub-blocks 2c and 2c + 1 in one 16-byte load, a token's four lanes reading
 // 64 consecutive bytes (eight 8-byte loads over 32-byte spans made the
 // activations most of the kernel's L1 traffic).
+// The Q4_K loads below take lane q's codes of sub-block 2c at 64 c + 16 q and
+// those of 2c + 1 eight bytes on: where the pairs order puts them.
+constexpr bool q4k_loads_follow_pairs() {
+  for (int c = 0; c < 4; ++c)
+    for (int q = 0; q < 4; ++q)
+      if (pairs_position(64 * c + 8 * q) != 64 * c + 16 * q || pairs_position(64 * c + 32 + 8 * q) != 64 * c + 16 * q + 8)
+        return false;
+  return true;
+}
+static_assert(q4k_loads_follow_pairs());
 template <>
 struct MmaFormat<GgmlType::Q4_K> {
   static constexpr bool kPairs = true;
@@ -139,18 +149,9 @@ struct MmaFormat<GgmlType::Q4_K> {
     for (int c = 0; c < 4; ++c) {
       uint4 bc[TW];  // the codes of sub-blocks 2c (x, y) and 2c + 1 (z, w)
 #pragma unroll
-      for (int t = 0; t < TW; ++t) {
-        if constexpr (kPairs) {
-          bc[t] = x[t].q >= 0 ? *reinterpret_cast<const uint4*>(ab.q + x[t].q + sb * 256 + 64 * c + 16 * q)
-                              : make_uint4(0, 0, 0, 0);
-        } else {
-          const uint2 lo = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + sb * 256 + 64 * c + 8 * q)
-                                       : make_uint2(0, 0);
-          const uint2 hi = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + sb * 256 + 64 * c + 32 + 8 * q)
-                                       : make_uint2(0, 0);
-          bc[t] = make_uint4(lo.x, lo.y, hi.x, hi.y);
-        }
-      }
+      for (int t = 0; t < TW; ++t)
+        bc[t] = x[t].q >= 0 ? *reinterpret_cast<const uint4*>(ab.q + x[t].q + sb * 256 + 64 * c + 16 * q)
+                            : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
         const int s = 2 * c + hi, shift = 4 * hi;

@@ -11,6 +11,16 @@ namespace ember::cuda {
 
 constexpr int kMaxTile = 8;  // activation rows one pass multiplies
 
+// a + the j-th four weights of a decoded 32-element chunk times v, in the one
+// order every float product sums them (rows_dot, and the MoE router that
+// holds its weights through its wait).
+__device__ __forceinline__ float chunk_fma(const float (&w)[32], int j, float4 v, float a) {
+  a = fmaf(w[4 * j], v.x, a);
+  a = fmaf(w[4 * j + 1], v.y, a);
+  a = fmaf(w[4 * j + 2], v.z, a);
+  return fmaf(w[4 * j + 3], v.w, a);
+}
+
 // The R rows a warp takes (rows past the matrix repeat its last row) and their zeroed sums.
 template <int R, int NT>
 __device__ __forceinline__ void start_rows(const uint8_t* W, size_t stride, int64_t row0, int64_t rows,
@@ -49,12 +59,7 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
       for (int j = 0; j < 8; ++j) {
         const float4 v = xv[j];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          a[r] = fmaf(w[r][4 * j], v.x, a[r]);
-          a[r] = fmaf(w[r][4 * j + 1], v.y, a[r]);
-          a[r] = fmaf(w[r][4 * j + 2], v.z, a[r]);
-          a[r] = fmaf(w[r][4 * j + 3], v.w, a[r]);
-        }
+        for (int r = 0; r < R; ++r) a[r] = chunk_fma(w[r], j, v, a[r]);
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[r][t] += a[r];

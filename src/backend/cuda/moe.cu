@@ -141,13 +141,7 @@ __device__ __forceinline__ float router_dot(const uint8_t* W, size_t stride, int
         const float4* xv = reinterpret_cast<const float4*>(x + 32 * c);
         float a = 0.f;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float4 v = xv[j];
-          a = fmaf(w[i][4 * j], v.x, a);
-          a = fmaf(w[i][4 * j + 1], v.y, a);
-          a = fmaf(w[i][4 * j + 2], v.z, a);
-          a = fmaf(w[i][4 * j + 3], v.w, a);
-        }
+        for (int j = 0; j < 8; ++j) a = chunk_fma(w[i], j, xv[j], a);
         acc += a;
       }
     }
