@@ -30,7 +30,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts; do
+  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
 fi
@@ -51,6 +51,7 @@ if [[ $skip != *" tests "* ]]; then
   step attention "$bin/cuda_attention_test"
   step models "$bin/cuda_model_test"
   step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
+  step overlap_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_overlap_test"
   step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
   grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
 fi

@@ -2,7 +2,7 @@
 //
 //   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
 //                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
-//                      [--rounds 3] [--json FILE] [--host-only]
+//                      [--rounds 3] [--json FILE] [--host-only] [--no-overlap]
 //
 // 0. The roofline, measured in the same run: the device's copy bandwidth (and
 //    on CUDA the bf16 matrix rate), so every figure is also a ratio to it
@@ -28,6 +28,8 @@
 //    share of A's cold prefill time; A's cold prefill also as tokens per second.
 // --step sets the tokens of one engine step (prompt chunks share it).
 // --host-only measures 2 alone (no decoding, prefill or cache figures).
+// --no-overlap runs the engine without queueing step t + 1 before it reads
+// step t's picks (EngineOptions::overlap_steps), to measure what that gains.
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
 // --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
@@ -42,6 +44,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
 
 #include "backend/backend_factory.h"
 #include "bench/roofline.h"
@@ -58,6 +62,12 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 std::vector<int32_t> random_ids(int n, uint32_t seed, int vocab) {
   std::vector<int32_t> v(static_cast<size_t>(n));
@@ -123,7 +133,7 @@ using bench::median;
 struct Options {
   std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts = "128", json_path;
   int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256;
-  bool host_only = false;
+  bool host_only = false, no_overlap = false;
 };
 
 // Parses argv into o; false (after printing why) when the run cannot start.
@@ -142,11 +152,12 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--step") o.step = std::max(1, std::stoi(next()));
     else if (a == "--rounds") o.rounds = std::max(1, std::stoi(next()));
     else if (a == "--host-only") o.host_only = true;
+    else if (a == "--no-overlap") o.no_overlap = true;
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return false; }
   }
   if (o.path.empty()) {
     std::fprintf(stderr, "usage: %s --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8] [--prompt N[,N...]] "
-                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only]\n", argv[0]);
+                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only] [--no-overlap]\n", argv[0]);
     return false;
   }
   return true;
@@ -227,6 +238,7 @@ void measure_roofline(Run& r) {
               r.costs.kv_bytes_per_position / 1e3);
   r.out["model"] = r.o.path;
   r.out["backend"] = r.backend->name();
+  r.out["overlap_steps"] = !r.o.no_overlap;
   r.out["roofline"] = {{"copy_gbs", r.bw.gbs}, {"copy_note", r.bw.note},
                        {"bf16_tflops", r.bf16 ? nlohmann::json(*r.bf16) : nlohmann::json(nullptr)}, {"bf16_note", bf16_note}};
   r.out["weight_bytes_per_token"] = weight_bytes;
@@ -273,17 +285,25 @@ void backend_steps(Run& r) {
 void engine_decode(Run& r, Engine& engine) {
   const Options& o = r.o;
   std::printf("## %s, %s backend, %d threads\n\n", o.path.c_str(), r.backend->name(), o.threads);
-  std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline |\n"
-              "|---|---|---|---|---|\n", o.rounds);
+  std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline | process CPU, cores | CPU us per token |\n"
+              "|---|---|---|---|---|---|---|\n", o.rounds);
   // One unmeasured pass per batch size first: the backend meets every step
   // shape the rounds will (on CUDA capturing a graph for each, once per
   // process), so the rounds time steady decoding.
   for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab));
-  std::vector<std::vector<double>> rates(r.bs.size());
+  std::vector<std::vector<double>> rates(r.bs.size()), cores(r.bs.size()), cpu_per_token(r.bs.size());
   for (int round = 0; round < o.rounds; ++round) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
       const int b = r.bs[bi];
-      const auto t = run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab));
+      const auto reqs = decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab);
+      // The process's CPU time over the whole round (prefill included, and the
+      // bench's own reader threads: an upper bound on the engine's).
+      const double cpu0 = process_cpu_seconds();
+      const auto wall0 = Clock::now();
+      const auto t = run_all(engine, reqs);
+      const double cpu = process_cpu_seconds() - cpu0;
+      cores[bi].push_back(cpu / since(wall0, Clock::now()));
+      cpu_per_token[bi].push_back(1e6 * cpu / (double(b) * o.decode));
       // The window in which every request is decoding: from the last first token to the first last token.
       Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
       for (const Timing& x : t) {
@@ -315,9 +335,12 @@ void engine_decode(Run& r, Engine& engine) {
   const double context = r.prompt_len + o.decode / 2.0;  // the average context while decoding
   for (size_t bi = 0; bi < r.bs.size(); ++bi) {
     const double rate = median_or_nan(rates[bi]), roof = r.decode_roofline(r.bs[bi], context);
-    std::printf("| %d | %.2f | %.2f | %.2fx | %.1f |\n", r.bs[bi], rate, rate / r.bs[bi], rate / base, 100 * rate / roof);
+    const double c = median_or_nan(cores[bi]), us = median_or_nan(cpu_per_token[bi]);
+    std::printf("| %d | %.2f | %.2f | %.2fx | %.1f | %.3f | %.1f |\n", r.bs[bi], rate, rate / r.bs[bi], rate / base, 100 * rate / roof,
+                c, us);
     r.out["decode"].push_back({{"sequences", r.bs[bi]}, {"prompt", r.prompt_len}, {"new_tokens", o.decode}, {"tok_s", rate},
-                               {"roofline_tok_s", roof}, {"pct_roofline", 100 * rate / roof}});
+                               {"roofline_tok_s", roof}, {"pct_roofline", 100 * rate / roof}, {"process_cpu_cores", c},
+                               {"cpu_us_per_token", us}});
   }
 }
 
@@ -411,6 +434,7 @@ int main(int argc, char** argv) {
     measure_roofline(r);
     EngineOptions eo;
     eo.max_running = r.max_b;
+    eo.overlap_steps = !r.o.no_overlap;
     Engine engine(*r.backend, nullptr, eo);
     {  // warm-up: page the weights in, start the threads
       GenerationRequest w;

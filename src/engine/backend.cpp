@@ -53,6 +53,7 @@ void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvCon
     if ((end + bs - 1) / bs > s.n_blocks) throw Error("sequence's block table does not cover its positions");
     for (int b = 0; b < s.n_blocks; ++b)
       if (s.blocks[b] < 0 || s.blocks[b] >= kv.n_blocks) throw Error("block table names a block outside the KV pool");
+    if (s.picked_row >= 0) continue;  // the device's pick (check_picked_rows)
     for (int i = 0; i < s.n_tokens; ++i)
       if (s.tokens[i] < 0 || s.tokens[i] >= vocab)
         throw Error("token id " + std::to_string(s.tokens[i]) + " is outside the vocabulary (0.." +
@@ -73,6 +74,57 @@ int32_t greedy_id(const float* logits, int n) {
     }
   }
   return bad ? kArgmaxNonFinite : id;
+}
+
+void check_picked_rows(const StepBatch& batch, int64_t previous_argmax_rows) {
+  for (const SeqStep& s : batch.seqs) {
+    if (s.picked_row < 0) continue;
+    if (s.n_tokens != 1) throw Error("a sequence fed by the step before must have exactly one new token");
+    if (s.picked_row >= previous_argmax_rows)
+      throw Error("a sequence is fed by argmax row " + std::to_string(s.picked_row) + " of a step that picked " +
+                  std::to_string(previous_argmax_rows));
+  }
+}
+
+void Backend::submit(const StepBatch& batch) {
+  if (n_queued_ == kMaxQueuedSteps) throw Error("backend: a step submitted while " + std::to_string(n_queued_) + " are queued");
+  if (n_queued_ > 0 && queued_[last_].logit_rows > 0)
+    throw Error("backend: a step queued behind one that returns logit rows (wait for it first)");
+  const StepBatch* run = &batch;
+  bool picked = false;
+  for (const SeqStep& s : batch.seqs) picked |= s.picked_row >= 0;
+  if (picked) {
+    check_picked_rows(batch, last_ < 0 ? 0 : int64_t(queued_[last_].ids.size()));
+    picked_tokens_.resize(batch.seqs.size());
+    resolved_ = batch;
+    const int vocab = model().desc().vocab;
+    for (size_t i = 0; i < batch.seqs.size(); ++i) {
+      SeqStep& s = resolved_.seqs[i];
+      if (s.picked_row < 0) continue;
+      const int32_t id = queued_[last_].ids[size_t(s.picked_row)];
+      picked_tokens_[i] = id >= 0 && id < vocab ? id : 0;
+      s.tokens = &picked_tokens_[i];
+      s.picked_row = -1;
+    }
+    run = &resolved_;
+  }
+  const float* logits = forward(*run);
+  const int slot = (head_ + n_queued_) % kMaxQueuedSteps;
+  Queued& q = queued_[slot];
+  const int32_t* ids = argmax_ids();
+  q.ids.assign(ids, ids + run->argmax_rows());
+  q.logits = logits;
+  q.logit_rows = run->logit_rows();
+  ++n_queued_;
+  last_ = slot;
+}
+
+StepOutput Backend::wait_step() {
+  if (n_queued_ == 0) throw Error("backend: waiting for a step when none is queued");
+  const Queued& q = queued_[head_];
+  head_ = (head_ + 1) % kMaxQueuedSteps;
+  --n_queued_;
+  return {q.logits, q.ids.data()};
 }
 
 size_t Backend::block_bytes() const { return kv_block_bytes(model().desc(), kv_config().block_size, kv_config().type); }

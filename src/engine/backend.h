@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/step_batch.h"
 #include "model/descriptor.h"
@@ -53,6 +54,12 @@ int32_t greedy_id(const float* logits, int n);
 // name blocks of the pool, token ids inside the vocabulary. Throws ember::Error.
 void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab);
 
+// What a step returns: its logit rows and its argmax ids (forward(), argmax_ids()).
+struct StepOutput {
+  const float* logits = nullptr;
+  const int32_t* argmax_ids = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -74,6 +81,22 @@ class Backend {
   // Valid until the next call.
   virtual const int32_t* argmax_ids() const = 0;
 
+  // Steps queued ahead, so that the device never waits for the host between
+  // steps. submit() queues a step behind those already queued and may return
+  // before it has run; wait_step() waits for the oldest queued step and returns
+  // its results, valid until the next submit() or forward(). At most
+  // kMaxQueuedSteps are queued, and a step may be queued behind another only
+  // when that one returns no logit rows (argmax ids alone). A sequence with
+  // SeqStep::picked_row set feeds the id picked for that row by the step
+  // submitted just before: the engine queues step t + 1 before it has read
+  // step t's ids. A pick that is not a token (kArgmaxNonFinite, ...) feeds
+  // token 0; the engine ends that sequence when it reads the pick, so what
+  // the step computes for it is never used.
+  // These defaults run the step at submit(), through forward().
+  static constexpr int kMaxQueuedSteps = 2;
+  virtual void submit(const StepBatch& batch);
+  virtual StepOutput wait_step();
+
   // Copies the first n_positions positions of block `src` into block `dst`, in
   // every layer: copy-on-write of a partly filled block shared through the prefix cache.
   virtual void copy_kv_block(int src, int dst, int n_positions) = 0;
@@ -83,6 +106,23 @@ class Backend {
   virtual void read_kv_block(int block, void* host) = 0;
   virtual void write_kv_block(int block, const void* host) = 0;
   size_t block_bytes() const;
+
+ private:
+  // The default submit()'s queue: each queued step's ids (copied: the next
+  // forward() replaces the backend's own), its logits, its logit row count.
+  struct Queued {
+    std::vector<int32_t> ids;
+    const float* logits = nullptr;
+    int64_t logit_rows = 0;
+  };
+  Queued queued_[kMaxQueuedSteps];
+  int head_ = 0, n_queued_ = 0, last_ = -1;  // last_: the slot of the step submitted last
+  StepBatch resolved_;                       // a batch with its picked tokens filled in
+  std::vector<int32_t> picked_tokens_;
 };
+
+// The checks submit() makes of picked rows (SeqStep::picked_row): one token
+// each, a row the step before had (its argmax_rows). Throws ember::Error.
+void check_picked_rows(const StepBatch& batch, int64_t previous_argmax_rows);
 
 }  // namespace ember

@@ -44,6 +44,7 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
 }
 
 EngineCore::~EngineCore() {
+  drain();
   for (auto& s : live_) {
     kv_.release(*s);
     abandon(*s, FinishReason::Cancelled, "the engine stopped");
@@ -78,6 +79,19 @@ void EngineCore::cancel_all(const std::string& why) {
     abandon(s, FinishReason::Error, why);
     retire(s);
   }
+  drain();
+}
+
+void EngineCore::drain() {
+  // After a failed step the queue's state is unknown: each wait either returns or says none is queued.
+  for (int i = 0; in_flight_ && i < Backend::kMaxQueuedSteps; ++i) {
+    try {
+      backend_.wait_step();
+    } catch (const std::exception&) {
+      break;
+    }
+  }
+  in_flight_ = false;
 }
 
 void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) {
@@ -117,62 +131,118 @@ bool EngineCore::step() {
     }
     ++i;
   }
-  sched_.plan(plan_);
-  for (size_t i = 0; i < live_.size();) {  // finished sequences the scheduler let go of
-    if (live_[i]->state == Sequence::State::Done) {
-      live_[i]->out->finish(live_[i]->finish_reason);  // its text went out when it finished
-      retire(*live_[i]);
-      continue;
+  if (!in_flight_) {
+    sched_.plan(plan_);
+    for (size_t i = 0; i < live_.size();) {  // finished sequences the scheduler let go of
+      if (live_[i]->state == Sequence::State::Done) {
+        live_[i]->out->finish(live_[i]->finish_reason);  // its text went out when it finished
+        retire(*live_[i]);
+        continue;
+      }
+      ++i;
     }
-    ++i;
-  }
-  if (plan_.empty()) {
-    // Every live request is always either planned or waiting behind one that is: an empty plan
-    // with requests live would stall them forever, so it fails them loudly instead.
-    if (!live_.empty()) throw Error("engine: no request can make progress (KV cache too small for one context?)");
-    return false;
-  }
-  kv_.run_copies(backend_);
+    if (plan_.empty()) {
+      // Every live request is always either planned or waiting behind one that is: an empty plan
+      // with requests live would stall them forever, so it fails them loudly instead.
+      if (!live_.empty()) throw Error("engine: no request can make progress (KV cache too small for one context?)");
+      return false;
+    }
+    kv_.run_copies(backend_);
 
-  batch_.seqs.clear();
-  batch_.argmax_vocab = sampling_vocab_;
-  for (const PlannedSeq& p : plan_) {
-    Sequence& s = *p.seq;
-    SeqStep st;
-    st.tokens = s.tokens.data() + s.n_computed;
-    st.n_tokens = p.n_tokens;
-    st.pos = s.n_computed;
-    st.blocks = s.blocks.data();
-    st.n_blocks = int(s.blocks.size());
-    st.logits = p.logits == LogitsWanted::Last && picks_greedy_id(s) ? LogitsWanted::LastArgmax : p.logits;
-    batch_.seqs.push_back(st);
+    batch_.seqs.clear();
+    batch_.argmax_vocab = sampling_vocab_;
+    for (const PlannedSeq& p : plan_) {
+      Sequence& s = *p.seq;
+      SeqStep st;
+      st.tokens = s.tokens.data() + s.n_computed;
+      st.n_tokens = p.n_tokens;
+      st.pos = s.n_computed;
+      st.blocks = s.blocks.data();
+      st.n_blocks = int(s.blocks.size());
+      st.logits = p.logits == LogitsWanted::Last && picks_greedy_id(s) ? LogitsWanted::LastArgmax : p.logits;
+      batch_.seqs.push_back(st);
+    }
+    backend_.submit(batch_);
+    in_flight_ = true;
   }
-  const float* logits = backend_.forward(batch_);
-  const int32_t* greedy_ids = backend_.argmax_ids();
+  const bool ahead = opt_.overlap_steps && look_ahead();
+  collect();
+  in_flight_ = ahead;
+  if (ahead) {
+    std::swap(plan_, next_plan_);
+    std::swap(batch_, next_batch_);
+  }
+  return true;
+}
+
+// The step in flight (t) is certain to be followed by one more greedy token of
+// each of its sequences when: every running sequence is in it with one token
+// whose pick the device makes (so no prompt chunk or host sampling waits), no
+// request could be admitted instead (none waiting, or no free slot), and each
+// sequence gets a block for the next position without preempting anyone.
+// Sequences finishing at t are in it too: with the prefix cache t + 1 feeds
+// their last token, as a finishing step would; without, their part is dropped.
+bool EngineCore::look_ahead() {
+  if (!sched_.waiting().empty() && int(sched_.running().size()) < opt_.max_running) return false;
+  next_plan_.clear();
+  next_batch_.seqs.clear();
+  next_batch_.argmax_vocab = batch_.argmax_vocab;
+  size_t in_step = 0;
+  int row = 0;  // argmax row of step t
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const SeqStep& st = batch_.seqs[i];
+    const bool picked = st.logits == LogitsWanted::LastArgmax;
+    const int r = picked ? row++ : -1;
+    Sequence* s = plan_[i].seq;
+    if (!s) continue;  // retired while in flight
+    if (st.n_tokens != 1 || !picked) return false;
+    ++in_step;
+    if (s->state != Sequence::State::Running) continue;  // finishing: step t feeds its last token
+    if (kv_.grow(*s, s->n_computed + 2) < s->n_computed + 2) return false;
+    next_plan_.push_back({s, 1, LogitsWanted::Last});
+    SeqStep n;
+    n.n_tokens = 1;
+    n.pos = s->n_computed + 1;
+    n.blocks = s->blocks.data();
+    n.n_blocks = int(s->blocks.size());
+    n.logits = LogitsWanted::LastArgmax;
+    n.picked_row = r;
+    next_batch_.seqs.push_back(n);
+  }
+  if (in_step != sched_.running().size() || next_plan_.empty()) return false;
+  backend_.submit(next_batch_);
+  ++steps_ahead_;
+  return true;
+}
+
+void EngineCore::collect() {
+  const StepOutput out = backend_.wait_step();
   ++steps_;
-
   const int64_t vocab = backend_.model().desc().vocab;
   int64_t row = 0, greedy = 0;
   for (size_t i = 0; i < plan_.size(); ++i) {
-    const PlannedSeq& p = plan_[i];
+    const PlannedSeq p = plan_[i];
+    const LogitsWanted wanted = batch_.seqs[i].logits;
+    const int64_t logit_row = row, greedy_row = greedy;
+    row += wanted == LogitsWanted::All ? p.n_tokens : wanted == LogitsWanted::Last ? 1 : 0;
+    greedy += wanted == LogitsWanted::LastArgmax ? 1 : 0;
+    if (!p.seq) continue;  // retired while the step ran
     Sequence& s = *p.seq;
     s.n_computed += p.n_tokens;
     if (s.state == Sequence::State::Finishing) {
       // Its last token is in the KV now: the cache keeps the whole conversation, then the client hears it ended.
       const FinishReason reason = s.finish_reason;
-      auto out = s.out;
+      auto stream = s.out;
       retire(s);
-      out->finish(reason);
+      stream->finish(reason);
       continue;
     }
-    if (batch_.seqs[i].logits == LogitsWanted::LastArgmax) {
-      deliver(s, nullptr, greedy_ids[greedy++]);
+    if (wanted == LogitsWanted::LastArgmax) {
+      deliver(s, nullptr, out.argmax_ids[greedy_row]);
     } else if (p.logits == LogitsWanted::Last) {
-      deliver(s, logits + row * vocab, 0);
-      ++row;
+      deliver(s, out.logits + logit_row * vocab, 0);
     }
   }
-  return true;
 }
 
 // Greedy with nothing that needs the logits on the host (penalties, a grammar,
@@ -244,6 +314,11 @@ void EngineCore::flush_held_text(Sequence& s) {
 }
 
 void EngineCore::retire(Sequence& s) {
+  // The device may still write this sequence's next position into its blocks:
+  // it runs before any later step that could reuse them.
+  for (auto* plan : {&plan_, &next_plan_})
+    for (PlannedSeq& p : *plan)
+      if (p.seq == &s) p.seq = nullptr;
   kv_.release(s);
   sched_.remove(&s);
   auto it = std::find_if(live_.begin(), live_.end(), [&](auto& p) { return p.get() == &s; });
@@ -262,6 +337,7 @@ EngineStats EngineCore::stats() const {
   st.host_slots_used = kv_.host_slots_used();
   st.restored_blocks = kv_.cache() ? kv_.cache()->restored_blocks() : 0;
   st.steps = steps_;
+  st.steps_ahead = steps_ahead_;
   st.preemptions = sched_.preemptions();
   return st;
 }

@@ -3,6 +3,14 @@
 // KV copies, one forward pass over the whole batch, then sample and deliver
 // a token for every sequence that finished its pending tokens.
 //
+// Steps overlap with the host's work: while every running sequence decodes
+// greedily with the pick made on the device, the engine queues step t + 1 (fed
+// by step t's picks, which stay on the device) before it waits for step t and
+// delivers its tokens (look_ahead()). A sequence that ends at step t then has
+// its last token fed by step t + 1, which is exactly the step that keeps a
+// finished answer in the prefix cache; without the cache that step's work for
+// it is dropped.
+//
 // Nothing here allocates once a request is admitted: the batch, the plan and
 // every sequence's token and block tables are sized up front.
 #pragma once
@@ -22,6 +30,7 @@ struct EngineOptions {
   int max_running = 16;     // sequences decoding at once (--parallel)
   int step_tokens = 0;      // tokens per step; 0: the backend's limit
   bool prefix_cache = true;
+  bool overlap_steps = true;  // queue step t + 1 before reading step t's picks (look_ahead)
   uint64_t cache_host_mem = 0;  // bytes of host memory that evicted prefixes go to before being dropped (0: none)
 };
 
@@ -36,6 +45,7 @@ struct EngineStats {
   int host_slots = 0, host_slots_used = 0;  // the prefix cache's host tier, in blocks
   int64_t restored_blocks = 0;              // blocks brought back from the host tier
   int64_t steps = 0, preemptions = 0;
+  int64_t steps_ahead = 0;  // steps queued before the host had read the step before them (look_ahead)
 };
 
 class EngineCore {
@@ -53,7 +63,7 @@ class EngineCore {
   void cancel_all(const std::string& why);
   // Runs one step; false when there was nothing to do.
   bool step();
-  bool idle() const { return live_.empty(); }
+  bool idle() const { return live_.empty() && !in_flight_; }
 
   EngineStats stats() const;
   // Every KV block is free, cached, or held by a live sequence, with matching reference counts.
@@ -71,7 +81,14 @@ class EngineCore {
   // Ends the stream of a sequence the engine gives up on: with its own reason when its answer was
   // already complete (finishing), else with `reason` and `why`.
   void abandon(Sequence& s, FinishReason reason, const std::string& why);  // text held back for stop strings goes out
-  void retire(Sequence& s);  // releases its blocks and forgets it
+  void retire(Sequence& s);  // releases its blocks and forgets it (and drops it from the steps in flight)
+  // Plans, and submits, the step that follows the one in flight when it is
+  // certain to be every running sequence's next greedy token; false otherwise.
+  bool look_ahead();
+  // Waits for the step in flight and delivers its tokens.
+  void collect();
+  // Waits out whatever is queued on the backend, its results unread (cancel_all, the destructor).
+  void drain();
 
   Backend& backend_;
   const Tokenizer* tok_;
@@ -79,11 +96,14 @@ class EngineCore {
   KvManager kv_;
   Scheduler sched_;
   std::vector<std::unique_ptr<Sequence>> live_;
-  std::vector<PlannedSeq> plan_;
-  StepBatch batch_;
+  // The step in flight (submitted, not yet collected) and the one queued behind
+  // it; a retired sequence's entries become null.
+  std::vector<PlannedSeq> plan_, next_plan_;
+  StepBatch batch_, next_batch_;
+  bool in_flight_ = false;
   int sampling_vocab_;  // ids the sampler may pick: the tokenizer's (padding rows of the embedding are masked)
   uint64_t next_id_ = 0;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, steps_ahead_ = 0;
 };
 
 }  // namespace ember

@@ -22,6 +22,10 @@ struct SeqStep {
   const int32_t* blocks = nullptr;
   int n_blocks = 0;
   LogitsWanted logits = LogitsWanted::Last;
+  // >= 0: the sequence's one new token is the id that the step queued just
+  // before this one picked for its argmax row picked_row (LastArgmax rows
+  // counted in batch order; Backend::submit), and `tokens` is not read.
+  int picked_row = -1;
 };
 
 struct StepBatch {

@@ -670,16 +670,18 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
     const HostMatrix m = random_matrix(type, rows, k, rng);
     DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
-    const std::vector<int32_t> ids = {49, 0, 17, 17};
-    DeviceBuffer dids = upload(ids), dy(ids.size() * size_t(k) * 4);
+    // Negative ids name the picks of a step before: rows 31 and 2, and a failed pick (row 0).
+    const std::vector<int32_t> ids = {49, -2, 0, 17, -1, 17, -3}, picked = {2, 31, kArgmaxNonFinite};
+    const std::vector<int32_t> rows_read = {49, 31, 0, 17, 2, 17, 0};
+    DeviceBuffer dids = upload(ids), dpicked = upload(picked), dy(ids.size() * size_t(k) * 4);
     EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    gather_rows(dm, tab.t, dids.get<int32_t>(), int64_t(ids.size()), 1.5f, dy.get<float>(), nullptr);
+    gather_rows(dm, tab.t, dids.get<int32_t>(), dpicked.get<int32_t>(), int64_t(ids.size()), 1.5f, dy.get<float>(), nullptr);
     EMBER_CUDA_CHECK(cudaDeviceSynchronize());
     const auto y = download<float>(dy, ids.size() * size_t(k));
     for (size_t t = 0; t < ids.size(); ++t)
       for (int64_t j = 0; j < k; ++j)
       {
-        const float ref = 1.5f * m.decoded[size_t(ids[t] * k + j)];
+        const float ref = 1.5f * m.decoded[size_t(rows_read[t] * k + j)];
         ASSERT_NEAR(y[t * size_t(k) + size_t(j)], ref, 1e-6f * std::fabs(ref) + 1e-30f) << type_name(type);
       }
   }
@@ -712,7 +714,7 @@ TEST_F(CudaKernels, Q4KDeviceLayoutKeepsEveryScaleAndMin) {
   for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
   DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
   EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-  gather_rows(dm, tab.t, dids.get<int32_t>(), rows, 1.f, dy.get<float>(), nullptr);
+  gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());
   const auto y = download<float>(dy, size_t(rows * k));
   // Powers of two times small integers: exact in float on both sides.

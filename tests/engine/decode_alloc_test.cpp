@@ -77,38 +77,70 @@ TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
   EXPECT_EQ(session.length(), 8 + 1 + 100);
 }
 
+// An engine over the CPU backend with three requests of 150 tokens after
+// prompts that differ in one token, stepped past their prefill and first
+// decode steps. all_greedy: plain greedy requests (the backend picks their
+// ids, and the engine queues each step ahead); else one greedy, two sampled.
+struct ThreeRequests {
+  static StepLimits limits() {
+    StepLimits o;
+    o.max_context = 256;
+    o.max_tokens = 32;
+    o.max_logit_rows = 4;
+    return o;
+  }
+  static KvConfig kv() {
+    KvConfig k;
+    k.n_blocks = 64;
+    return k;
+  }
+  static EngineOptions options() {
+    EngineOptions eo;
+    eo.max_running = 4;
+    return eo;
+  }
+  ThreeRequests(const std::string& type, bool all_greedy)
+      : model(peer_model(type)), backend(*model, limits(), kv(), 2), core(backend, nullptr, options()) {
+    for (int r = 0; r < 3; ++r) {
+      GenerationRequest req;
+      req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
+      req.max_tokens = 150;
+      req.ignore_eos = all_greedy;
+      req.sampling.temperature = r == 0 || all_greedy ? 0.0f : 0.8f;
+      req.sampling.top_k = all_greedy ? 0 : 40;
+      req.sampling.seed = uint64_t(r);
+      streams.push_back(std::make_shared<RequestStream>(uint64_t(r), nullptr));
+      core.add(req, streams.back());
+    }
+    for (int i = 0; i < 3; ++i) core.step();  // prefill and the first decode steps
+  }
+  std::unique_ptr<Model> model;
+  CpuBackend backend;
+  EngineCore core;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+};
+
 // The same through the serving engine: a step (schedule, forward, sample,
 // deliver to the request's stream) of a running request allocates nothing,
 // with other requests decoding beside it and blocks filling up.
 TEST_P(DecodeAllocation, EngineStepsAllocateNothing) {
-  auto model = peer_model(GetParam());
-  StepLimits o;
-  o.max_context = 256;
-  o.max_tokens = 32;
-  o.max_logit_rows = 4;
-  KvConfig kvc;
-  kvc.n_blocks = 64;
-  CpuBackend backend(*model, o, kvc, 2);
-  EngineOptions eo;
-  eo.max_running = 4;
-  EngineCore core(backend, nullptr, eo);
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int r = 0; r < 3; ++r) {
-    GenerationRequest req;
-    req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
-    req.max_tokens = 150;
-    req.sampling.temperature = r == 0 ? 0.0f : 0.8f;
-    req.sampling.top_k = 40;
-    req.sampling.seed = uint64_t(r);
-    streams.push_back(std::make_shared<RequestStream>(uint64_t(r), nullptr));
-    core.add(req, streams.back());
-  }
-  for (int i = 0; i < 3; ++i) core.step();  // prefill and the first decode steps
-
+  ThreeRequests t(GetParam(), false);
   const long before = g_allocations.load();
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(core.step());  // crosses several KV blocks per request
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(t.core.step());  // crosses several KV blocks per request
   EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 engine steps";
-  EXPECT_EQ(core.stats().running, 3);
+  EXPECT_EQ(t.core.stats().running, 3);
+}
+
+// Plain greedy requests: each step is queued before the host reads the one
+// before it (EngineCore::look_ahead), and that path allocates nothing either.
+TEST_P(DecodeAllocation, EngineStepsQueuedAheadAllocateNothing) {
+  ThreeRequests t(GetParam(), true);
+  const long before = g_allocations.load();
+  const int64_t ahead = t.core.stats().steps_ahead;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(t.core.step());
+  EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 engine steps";
+  EXPECT_EQ(t.core.stats().steps_ahead - ahead, 100) << "every step queued ahead";
+  EXPECT_EQ(t.core.stats().running, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DecodeAllocation, ::testing::Values("F32", "Q8_0", "Q4_K_M", "IQ4_XS"));

@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "model/presets.h"
+#include "random_ids.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -123,16 +124,6 @@ class Serving : public ::testing::Test {
   static Model* model_;
 };
 Model* Serving::model_ = nullptr;
-
-std::vector<int32_t> ids(int n, int seed) {
-  std::vector<int32_t> v;
-  uint32_t x = uint32_t(seed) * 2654435761u + 1;
-  for (int i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    v.push_back(int32_t(x % 150000u));
-  }
-  return v;
-}
 
 GenerationRequest request(std::vector<int32_t> prompt, int max_tokens, float temp = 0, uint64_t seed = 0) {
   GenerationRequest r;

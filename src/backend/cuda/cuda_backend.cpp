@@ -84,7 +84,9 @@ class CudaBackend final : public Backend {
   const StepLimits& limits() const override { return lim_; }
   const KvConfig& kv_config() const override { return kv_; }
   const float* forward(const StepBatch& batch) override;
-  const int32_t* argmax_ids() const override { return host_ids_.get<int32_t>(); }
+  const int32_t* argmax_ids() const override { return waited_ids_; }
+  void submit(const StepBatch& batch) override;
+  StepOutput wait_step() override;
   void copy_kv_block(int src, int dst, int n_positions) override;
   void read_kv_block(int block, void* host) override;
   void write_kv_block(int block, const void* host) override;
@@ -104,7 +106,7 @@ class CudaBackend final : public Backend {
     using Key = std::tuple<int64_t, int64_t, int64_t, int, int>;
     Key key() const { return {n_tok, n_rows, n_argmax, n_splits, argmax_vocab}; }
   };
-  Shape upload_step(const StepBatch& batch);
+  Shape upload_step(const StepBatch& batch, int32_t* h);
   // Device half: every kernel of the step, queued on the stream (or captured into a graph).
   void enqueue_step(const Shape& sh);
   void run_step(const Shape& sh);
@@ -150,8 +152,19 @@ class CudaBackend final : public Backend {
   bool int8_products_ = true;  // EMBER_CUDA_FLOAT_PRODUCTS=1 turns them off (to measure what they gain)
   std::unique_ptr<TensorCoreGemm> gemm_;
   int64_t gemm_min_tokens_ = 0;
-  PinnedBuffer host_ints_, host_logits_, host_ids_;
-  DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows
+  PinnedBuffer host_logits_;
+  // Steps queued on the stream (Backend::submit): each has its own pinned
+  // metadata (written while the step before may still be reading its own)
+  // and picked ids, and an event the host sleeps on.
+  struct Queued {
+    PinnedBuffer ints, ids;
+    cudaEvent_t done = nullptr;
+    int64_t logit_rows = 0, argmax_rows = 0;
+  };
+  Queued queued_[kMaxQueuedSteps];
+  int head_ = 0, n_queued_ = 0, last_ = -1;  // last_: the slot of the step submitted last
+  const int32_t* waited_ids_ = nullptr;       // argmax_ids(): the picks of the step waited for last
+  DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows (a step's picked tokens read them)
   DeviceBuffer argmax_scratch_;  // the slices' bests per row (argmax.h)
   // Attention of the step being run: sequences with more than kFlashRows tokens
   // in it take flash attention (flash_tiles_ tiles), the other tokens
@@ -196,7 +209,12 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
 
   // Step metadata: the host writes it into pinned memory, one copy sends it.
   const size_t T = size_t(lim_.max_tokens);
-  host_ints_ = PinnedBuffer(sz_.meta_ints * sizeof(int32_t));
+  for (Queued& q : queued_) {
+    q.ints = PinnedBuffer(sz_.meta_ints * sizeof(int32_t));
+    q.ids = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
+    EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventBlockingSync | cudaEventDisableTiming));
+  }
+  waited_ids_ = queued_[0].ids.get<int32_t>();
   ints_ = DeviceBuffer(sz_.ints() * sizeof(int32_t));
   int32_t* ip = ints_.get<int32_t>();
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
@@ -208,7 +226,6 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sizeof(int32_t), stream_));
   ix_ = {pos_, seq_, table_off_, tables_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
-  host_ids_ = PinnedBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(lim_.max_logit_rows));
   EMBER_CUDA_CHECK(cudaMemsetAsync(argmax_scratch_.get(), 0, argmax_scratch_.bytes(), stream_));
@@ -241,6 +258,8 @@ CudaBackend::~CudaBackend() {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
+  for (Queued& q : queued_)
+    if (q.done) cudaEventDestroy(q.done);
 }
 
 KvLayer CudaBackend::kv_layer(int l) const {
@@ -260,23 +279,52 @@ static_assert(kFlashRows >= kGraphMaxTokens, "a captured step must never hold fl
 constexpr size_t kMaxGraphs = 256;
 
 const float* CudaBackend::forward(const StepBatch& batch) {
-  const ModelDesc& d = model_.desc();
-  check_step_batch(batch, lim_, kv_, d.vocab);
-  const Shape sh = upload_step(batch);
-  run_step(sh);
-  float* out = host_logits_.get<float>();
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(out, logits_, size_t(sh.n_rows) * size_t(d.vocab) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-  if (sh.n_argmax > 0)
-    EMBER_CUDA_CHECK(cudaMemcpyAsync(host_ids_.get<int32_t>(), device_ids_.get<int32_t>(), size_t(sh.n_argmax) * sizeof(int32_t),
-                                     cudaMemcpyDeviceToHost, stream_));
-  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  prof_.end_step(stream_);
-  return out;
+  if (n_queued_ > 0) throw Error("CUDA backend: forward() while steps are queued (wait for them first)");
+  submit(batch);
+  return wait_step().logits;
 }
 
-CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch) {
+// The step's metadata goes into its slot's pinned memory, its kernels and
+// the copies of its results onto the stream behind the steps queued before,
+// then an event the host waits on. Tokens picked by the step before are read
+// on the device (gather_rows), from the ids that step left there.
+void CudaBackend::submit(const StepBatch& batch) {
+  const ModelDesc& d = model_.desc();
+  if (n_queued_ == kMaxQueuedSteps) throw Error("CUDA backend: a step submitted while " + std::to_string(n_queued_) + " are queued");
+  if (n_queued_ > 0 && queued_[last_].logit_rows > 0)
+    throw Error("CUDA backend: a step queued behind one that returns logit rows (wait for it first)");
+  check_step_batch(batch, lim_, kv_, d.vocab);
+  check_picked_rows(batch, last_ < 0 ? 0 : queued_[last_].argmax_rows);
+  const int slot = (head_ + n_queued_) % kMaxQueuedSteps;
+  Queued& q = queued_[slot];
+  const Shape sh = upload_step(batch, q.ints.get<int32_t>());
+  run_step(sh);
+  // A step that returns logit rows is never queued behind another (checked above), so one host buffer serves.
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(host_logits_.get<float>(), logits_, size_t(sh.n_rows) * size_t(d.vocab) * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_));
+  if (sh.n_argmax > 0)
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(q.ids.get<int32_t>(), device_ids_.get<int32_t>(), size_t(sh.n_argmax) * sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, stream_));
+  EMBER_CUDA_CHECK(cudaEventRecord(q.done, stream_));
+  q.logit_rows = sh.n_rows;
+  q.argmax_rows = sh.n_argmax;
+  ++n_queued_;
+  last_ = slot;
+  prof_.end_step(stream_);  // profiling times each step alone: it waits here
+}
+
+StepOutput CudaBackend::wait_step() {
+  if (n_queued_ == 0) throw Error("CUDA backend: waiting for a step when none is queued");
+  Queued& q = queued_[head_];
+  head_ = (head_ + 1) % kMaxQueuedSteps;
+  --n_queued_;
+  EMBER_CUDA_CHECK(cudaEventSynchronize(q.done));  // sleeps: the device runs with cudaDeviceScheduleBlockingSync
+  waited_ids_ = q.ids.get<int32_t>();
+  return {host_logits_.get<float>(), waited_ids_};
+}
+
+CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) {
   const size_t T = size_t(lim_.max_tokens);
-  int32_t* h = host_ints_.get<int32_t>();
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
   int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_tab = h + 8 * T;
   Shape sh;
@@ -301,7 +349,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch) {
         h_split[n_split++] = int32_t(t);
         sh.n_splits = std::max(sh.n_splits, attention_splits(int(s.pos) + i + 1));
       }
-      h_tok[t] = s.tokens[i];
+      h_tok[t] = s.picked_row >= 0 ? -1 - s.picked_row : s.tokens[i];  // negative: gather_rows reads the pick
       h_pos[t] = int32_t(s.pos + i);
       h_seq[t] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1)) h_rows[r++] = int32_t(t);
@@ -354,7 +402,7 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   const int64_t n_tok = sh.n_tok, n_rows = sh.n_rows + sh.n_argmax;  // every row the head computes
   const ModelDesc& d = model_.desc();
   prof_.mark("embed", stream_);
-  gather_rows(w_.token_embd, w_.iq, tokens_, n_tok, d.embed_scale, x_, stream_);
+  gather_rows(w_.token_embd, w_.iq, tokens_, device_ids_.get<int32_t>(), n_tok, d.embed_scale, x_, stream_);
   for (int l = 0; l < d.n_layers; ++l) {
     attention_block(l, n_tok, sh.n_splits);
     if (d.layers[size_t(l)].moe) moe_ffn(l, n_tok);

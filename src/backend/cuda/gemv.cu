@@ -69,11 +69,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_experts_kernel(const uint8_t
 }
 
 template <GgmlType T>
-__global__ void gather_kernel(const uint8_t* W, size_t stride, int64_t k, IqTables tab, const int32_t* ids, float scale,
-                              float* Y) {
+__global__ void gather_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k, IqTables tab, const int32_t* ids,
+                              const int32_t* picked, float scale, float* Y) {
   begin_kernel();
   const int64_t t = blockIdx.x;
-  const uint8_t* row = W + size_t(ids[t]) * stride;
+  int64_t id = ids[t];
+  if (id < 0) {
+    id = picked[-1 - id];
+    if (id < 0 || id >= rows) id = 0;  // a failed pick: the host ends that sequence when it reads it
+  }
+  const uint8_t* row = W + size_t(id) * stride;
   for (int64_t c = threadIdx.x; c < k / 32; c += blockDim.x) {
     float w[32];
     dequant_chunk<T>(row, c, tab, w);
@@ -126,12 +131,12 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
   if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
 }
 
-void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, int64_t n, float scale, float* Y,
-                 cudaStream_t s) {
+void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const int32_t* picked, int64_t n,
+                 float scale, float* Y, cudaStream_t s) {
   if (n <= 0) return;
   check_shape(W);
   auto with_format = [&]<GgmlType T>() {
-    launch(gather_kernel<T>, unsigned(n), 128, 0, s, W.data, W.row_stride, W.k, tab, ids, scale, Y);
+    launch(gather_kernel<T>, unsigned(n), 128, 0, s, W.data, W.row_stride, W.rows, W.k, tab, ids, picked, scale, Y);
   };
   if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
 }
