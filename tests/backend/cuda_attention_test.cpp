@@ -275,8 +275,9 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
   }
 }
 
-// The split kernel's result for a token is the same bits alone or in a batch:
-// the splits are sized from the token's own context.
+// The split kernel's result for a token is the same bits alone or in a batch,
+// and whatever the step's split grid: the splits are sized from the token's
+// own context, and the grid's blocks past them count for nothing.
 TEST_F(CudaAttention, SplitResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
   Step st(Case{KvType::F16, 128, 8, 2}, rng);
@@ -287,15 +288,20 @@ TEST_F(CudaAttention, SplitResultOfATokenDoesNotDependOnTheBatch) {
   ASSERT_EQ(st.pos[size_t(t)], 200);
   std::vector<int32_t> one = {t};
   DeviceBuffer d_one = upload(one);
-  AttnArgs a = st.args();
-  a.tokens = d_one.get<int32_t>();
-  a.n_splits = attention_splits(201);
-  EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
-  attention(a, st.ix, st.kv, 1, nullptr);
-  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> solo(row);
-  EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
-  ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0);
+  DeviceBuffer d_part(size_t(st.c.n_heads) * size_t(kAttentionMaxSplits) * size_t(st.c.head_dim + 2) * 4);
+  for (const int grid : {attention_splits(201), attention_split_grid(attention_splits(201)), kAttentionMaxSplits}) {
+    AttnArgs a = st.args();
+    a.tokens = d_one.get<int32_t>();
+    a.partial = d_part.get<float>();
+    a.n_splits = grid;
+    EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
+    EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
+    attention(a, st.ix, st.kv, 1, nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> solo(row);
+    EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
+    ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0) << "split grid " << grid;
+  }
 }
 
 // With int8 rows to fill, the merge kernel rounds its 256 elements: the rows'
@@ -334,6 +340,11 @@ TEST(AttentionSplits, CoverEveryContextWithinTheLimit) {
     ASSERT_LE(k, kAttentionMaxSplits) << n;
     ASSERT_GE(int64_t(k) * split, n) << n;
     ASSERT_LT(int64_t(k - 1) * split, n) << n;
+    const int grid = attention_split_grid(k);
+    ASSERT_GE(grid, k) << n;
+    ASSERT_LT(grid, 2 * k) << n;
+    ASSERT_LE(grid, kAttentionMaxSplits) << n;
+    ASSERT_EQ(grid & (grid - 1), 0) << n;
   }
 }
 

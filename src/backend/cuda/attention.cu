@@ -121,6 +121,7 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
   const int hd = a.head_dim;
   const int last = ix.pos[t];
   const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
+  if (z >= attention_splits(last + 1)) return;  // past this token's splits: its merge stops before them
   const int split = attention_split(last + 1);
   const int lo = max(first, z * split), hi = min(last, (z + 1) * split - 1);
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
@@ -192,8 +193,10 @@ __global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t
 // One block per (token, 256 consecutive elements of its output row): one warp
 // per head those elements belong to finds the splits' common maximum and each
 // split's weight, then every thread combines its element over the splits in
-// split order. Splits a token does not reach hold l = 0 and zeros, and add
-// exact zeros: the result is the same bits whatever n_splits the batch needs.
+// split order. Only the token's own splits (attention_splits of its context)
+// count, whatever the step's grid: the result is the same bits in any batch.
+// (Within them, a split the sliding window leaves empty holds l = 0 and
+// zeros, and adds exact zeros.)
 // With int8 rows to fill, the block's 256 elements are one int8 block and
 // warp 0 rounds them (no rounding kernel before wo).
 constexpr int kMergeThreads = kInt8Block;
@@ -202,12 +205,12 @@ constexpr int kMergeThreads = kInt8Block;
 __host__ __device__ constexpr int merge_heads(int head_dim) { return (kMergeThreads + head_dim - 2) / head_dim + 1; }
 
 // Dynamic shared memory: merge_heads(head_dim) rows of n_splits weights, then their denominators.
-__global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_t t0) {
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const int32_t* pos, int64_t t0) {
   extern __shared__ float weights[];
   __shared__ __align__(16) float merged[kMergeThreads];
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
-  const int hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
+  const int hd = a.head_dim, n = a.n_splits, own = min(n, attention_splits(pos[t] + 1)), lane = threadIdx.x & 31;
   float* den = weights + merge_heads(hd) * n;
   const int64_t row = int64_t(a.n_heads) * hd, e0 = int64_t(blockIdx.y) * kMergeThreads;
   const int h0 = int(e0 / hd);
@@ -216,10 +219,10 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_
   for (int hl = threadIdx.x >> 5; hl < heads; hl += kMergeThreads / 32) {
     const float* part = part_of(h0 + hl);
     float mx = -INFINITY;
-    for (int z = lane; z < n; z += 32) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
+    for (int z = lane; z < own; z += 32) mx = fmaxf(mx, part[z * (hd + 2) + hd]);
     mx = warp_max(mx);
     float sum = 0.f;
-    for (int z = lane; z < n; z += 32) {
+    for (int z = lane; z < own; z += 32) {
       const float l = part[z * (hd + 2) + hd + 1];
       const float wz = l > 0.f ? expf(part[z * (hd + 2) + hd] - mx) : 0.f;
       weights[hl * n + z] = wz;
@@ -236,7 +239,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, int64_
     const float* part = part_of(h);
     const float* wt = weights + (h - h0) * n;
     float num = 0.f;
-    for (int z = 0; z < n; ++z) num += part[z * (hd + 2) + d] * wt[z];
+    for (int z = 0; z < own; ++z) num += part[z * (hd + 2) + d] * wt[z];
     v = num / den[h - h0];
     a.out[t * row + e] = v;
   }
@@ -290,7 +293,7 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
     });
     const unsigned row_blocks = unsigned((int64_t(a.n_heads) * a.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t smem = size_t(merge_heads(a.head_dim) * (a.n_splits + 1)) * sizeof(float);
-    launch(merge_kernel, dim3(nt, row_blocks), kMergeThreads, smem, s, a, t0);
+    launch(merge_kernel, dim3(nt, row_blocks), kMergeThreads, smem, s, a, ix.pos, t0);
   }
 }
 

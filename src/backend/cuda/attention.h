@@ -61,6 +61,15 @@ constexpr int attention_split(int n_positions) {
 constexpr int attention_splits(int n_positions) {
   return (n_positions + attention_split(n_positions) - 1) / attention_split(n_positions);
 }
+// The split grid of a step whose tokens need at most `splits`: the next power
+// of two, so that the CUDA Graphs captured per step shape number at most seven
+// per batch shape instead of one per count. Blocks past a token's own splits
+// return at once and its merge stops at its own count: the same bits.
+constexpr int attention_split_grid(int splits) {
+  int g = 1;
+  while (g < splits) g *= 2;
+  return g;
+}
 
 struct AttnArgs {
   const int32_t* tokens = nullptr;  // attention(): the step's tokens it covers (n_tok of them), or null for 0..n_tok-1
@@ -74,7 +83,7 @@ struct AttnArgs {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 1.f, softcap = 0.f;
   int sliding_window = 0;
-  int n_splits = 1;            // the most attention_splits() of any token of the step
+  int n_splits = 1;            // the split grid: at least the most attention_splits() of any token of the step
 };
 
 // Attention for any step, split along the sequence: the decode path.

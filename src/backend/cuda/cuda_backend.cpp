@@ -358,6 +358,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
   }
   prof_.mark("upload", stream_);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (8 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  sh.n_splits = attention_split_grid(sh.n_splits);
   sh.n_tok = t;
   sh.n_rows = r;
   sh.n_argmax = ra - n_back;
