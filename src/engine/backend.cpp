@@ -86,22 +86,42 @@ void check_picked_rows(const StepBatch& batch, int64_t previous_argmax_rows) {
   }
 }
 
+int StepQueue::next_slot() const {
+  if (n_ == kSlots) throw Error("backend: a step submitted while " + std::to_string(n_) + " are queued");
+  if (n_ > 0 && logit_rows_[last_] > 0) throw Error("backend: a step queued behind one that returns logit rows (wait for it first)");
+  return (head_ + n_) % kSlots;
+}
+
+void StepQueue::push(int slot, int64_t logit_rows, int64_t argmax_rows) {
+  logit_rows_[slot] = logit_rows;
+  argmax_rows_[slot] = argmax_rows;
+  ++n_;
+  last_ = slot;
+}
+
+int StepQueue::pop() {
+  if (n_ == 0) throw Error("backend: waiting for a step when none is queued");
+  const int slot = head_;
+  head_ = (head_ + 1) % kSlots;
+  --n_;
+  return slot;
+}
+
 void Backend::submit(const StepBatch& batch) {
-  if (n_queued_ == kMaxQueuedSteps) throw Error("backend: a step submitted while " + std::to_string(n_queued_) + " are queued");
-  if (n_queued_ > 0 && queued_[last_].logit_rows > 0)
-    throw Error("backend: a step queued behind one that returns logit rows (wait for it first)");
+  const int slot = queue_.next_slot();
   const StepBatch* run = &batch;
   bool picked = false;
   for (const SeqStep& s : batch.seqs) picked |= s.picked_row >= 0;
   if (picked) {
-    check_picked_rows(batch, last_ < 0 ? 0 : int64_t(queued_[last_].ids.size()));
+    check_picked_rows(batch, queue_.last_argmax_rows());
+    const std::vector<int32_t>& ids = queued_[queue_.last()].ids;
     picked_tokens_.resize(batch.seqs.size());
     resolved_ = batch;
     const int vocab = model().desc().vocab;
     for (size_t i = 0; i < batch.seqs.size(); ++i) {
       SeqStep& s = resolved_.seqs[i];
       if (s.picked_row < 0) continue;
-      const int32_t id = queued_[last_].ids[size_t(s.picked_row)];
+      const int32_t id = ids[size_t(s.picked_row)];
       picked_tokens_[i] = id >= 0 && id < vocab ? id : 0;
       s.tokens = &picked_tokens_[i];
       s.picked_row = -1;
@@ -109,21 +129,15 @@ void Backend::submit(const StepBatch& batch) {
     run = &resolved_;
   }
   const float* logits = forward(*run);
-  const int slot = (head_ + n_queued_) % kMaxQueuedSteps;
   Queued& q = queued_[slot];
   const int32_t* ids = argmax_ids();
   q.ids.assign(ids, ids + run->argmax_rows());
   q.logits = logits;
-  q.logit_rows = run->logit_rows();
-  ++n_queued_;
-  last_ = slot;
+  queue_.push(slot, run->logit_rows(), run->argmax_rows());
 }
 
 StepOutput Backend::wait_step() {
-  if (n_queued_ == 0) throw Error("backend: waiting for a step when none is queued");
-  const Queued& q = queued_[head_];
-  head_ = (head_ + 1) % kMaxQueuedSteps;
-  --n_queued_;
+  const Queued& q = queued_[queue_.pop()];
   return {q.logits, q.ids.data()};
 }
 

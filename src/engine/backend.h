@@ -60,6 +60,29 @@ struct StepOutput {
   const int32_t* argmax_ids = nullptr;
 };
 
+// The bookkeeping of steps queued on a backend (Backend::submit): which of
+// its kMaxQueuedSteps slots hold queued steps, oldest first, and the rules of
+// queueing. Shared by the default submit() and the backends that queue for real.
+class StepQueue {
+ public:
+  static constexpr int kSlots = 2;
+  // The slot the next submitted step takes. Throws when every slot is queued, or
+  // when the step submitted last returns logit rows and is still queued.
+  int next_slot() const;
+  // That step is queued now.
+  void push(int slot, int64_t logit_rows, int64_t argmax_rows);
+  // The oldest queued step's slot, no longer queued. Throws when none is.
+  int pop();
+  int queued() const { return n_; }
+  // The slot and argmax rows of the step submitted last (-1 and 0 before any): what picked rows read.
+  int last() const { return last_; }
+  int64_t last_argmax_rows() const { return last_ < 0 ? 0 : argmax_rows_[last_]; }
+
+ private:
+  int head_ = 0, n_ = 0, last_ = -1;
+  int64_t logit_rows_[kSlots] = {}, argmax_rows_[kSlots] = {};
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -93,7 +116,7 @@ class Backend {
   // token 0; the engine ends that sequence when it reads the pick, so what
   // the step computes for it is never used.
   // These defaults run the step at submit(), through forward().
-  static constexpr int kMaxQueuedSteps = 2;
+  static constexpr int kMaxQueuedSteps = StepQueue::kSlots;
   virtual void submit(const StepBatch& batch);
   virtual StepOutput wait_step();
 
@@ -109,15 +132,14 @@ class Backend {
 
  private:
   // The default submit()'s queue: each queued step's ids (copied: the next
-  // forward() replaces the backend's own), its logits, its logit row count.
+  // forward() replaces the backend's own) and logits.
   struct Queued {
     std::vector<int32_t> ids;
     const float* logits = nullptr;
-    int64_t logit_rows = 0;
   };
   Queued queued_[kMaxQueuedSteps];
-  int head_ = 0, n_queued_ = 0, last_ = -1;  // last_: the slot of the step submitted last
-  StepBatch resolved_;                       // a batch with its picked tokens filled in
+  StepQueue queue_;
+  StepBatch resolved_;  // a batch with its picked tokens filled in
   std::vector<int32_t> picked_tokens_;
 };
 

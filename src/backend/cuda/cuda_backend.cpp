@@ -159,11 +159,10 @@ class CudaBackend final : public Backend {
   struct Queued {
     PinnedBuffer ints, ids;
     cudaEvent_t done = nullptr;
-    int64_t logit_rows = 0, argmax_rows = 0;
   };
   Queued queued_[kMaxQueuedSteps];
-  int head_ = 0, n_queued_ = 0, last_ = -1;  // last_: the slot of the step submitted last
-  const int32_t* waited_ids_ = nullptr;       // argmax_ids(): the picks of the step waited for last
+  StepQueue queue_;
+  const int32_t* waited_ids_ = nullptr;  // argmax_ids(): the picks of the step waited for last
   DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows (a step's picked tokens read them)
   DeviceBuffer argmax_scratch_;  // the slices' bests per row (argmax.h)
   // Attention of the step being run: sequences with more than kFlashRows tokens
@@ -279,7 +278,7 @@ static_assert(kFlashRows >= kGraphMaxTokens, "a captured step must never hold fl
 constexpr size_t kMaxGraphs = 256;
 
 const float* CudaBackend::forward(const StepBatch& batch) {
-  if (n_queued_ > 0) throw Error("CUDA backend: forward() while steps are queued (wait for them first)");
+  if (queue_.queued() > 0) throw Error("CUDA backend: forward() while steps are queued (wait for them first)");
   submit(batch);
   return wait_step().logits;
 }
@@ -290,12 +289,9 @@ const float* CudaBackend::forward(const StepBatch& batch) {
 // on the device (gather_rows), from the ids that step left there.
 void CudaBackend::submit(const StepBatch& batch) {
   const ModelDesc& d = model_.desc();
-  if (n_queued_ == kMaxQueuedSteps) throw Error("CUDA backend: a step submitted while " + std::to_string(n_queued_) + " are queued");
-  if (n_queued_ > 0 && queued_[last_].logit_rows > 0)
-    throw Error("CUDA backend: a step queued behind one that returns logit rows (wait for it first)");
+  const int slot = queue_.next_slot();
   check_step_batch(batch, lim_, kv_, d.vocab);
-  check_picked_rows(batch, last_ < 0 ? 0 : queued_[last_].argmax_rows);
-  const int slot = (head_ + n_queued_) % kMaxQueuedSteps;
+  check_picked_rows(batch, queue_.last_argmax_rows());
   Queued& q = queued_[slot];
   const Shape sh = upload_step(batch, q.ints.get<int32_t>());
   run_step(sh);
@@ -306,18 +302,12 @@ void CudaBackend::submit(const StepBatch& batch) {
     EMBER_CUDA_CHECK(cudaMemcpyAsync(q.ids.get<int32_t>(), device_ids_.get<int32_t>(), size_t(sh.n_argmax) * sizeof(int32_t),
                                      cudaMemcpyDeviceToHost, stream_));
   EMBER_CUDA_CHECK(cudaEventRecord(q.done, stream_));
-  q.logit_rows = sh.n_rows;
-  q.argmax_rows = sh.n_argmax;
-  ++n_queued_;
-  last_ = slot;
+  queue_.push(slot, sh.n_rows, sh.n_argmax);
   prof_.end_step(stream_);  // profiling times each step alone: it waits here
 }
 
 StepOutput CudaBackend::wait_step() {
-  if (n_queued_ == 0) throw Error("CUDA backend: waiting for a step when none is queued");
-  Queued& q = queued_[head_];
-  head_ = (head_ + 1) % kMaxQueuedSteps;
-  --n_queued_;
+  Queued& q = queued_[queue_.pop()];
   EMBER_CUDA_CHECK(cudaEventSynchronize(q.done));  // sleeps: the device runs with cudaDeviceScheduleBlockingSync
   waited_ids_ = q.ids.get<int32_t>();
   return {host_logits_.get<float>(), waited_ids_};
