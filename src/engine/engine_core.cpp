@@ -39,8 +39,8 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       sched_(kv_, scheduler_limits(backend, opt)),
       sampling_vocab_(tok ? sampling_vocab(backend.model().desc(), *tok) : backend.model().desc().vocab) {
   kv_.enable_host_tier(backend, opt.cache_host_mem);
-  plan_.reserve(size_t(opt.max_running) + 1);
-  batch_.seqs.reserve(size_t(opt.max_running) + 1);
+  for (auto* plan : {&plan_, &next_plan_}) plan->reserve(size_t(opt.max_running) + 1);
+  for (auto* batch : {&batch_, &next_batch_}) batch->seqs.reserve(size_t(opt.max_running) + 1);
 }
 
 EngineCore::~EngineCore() {
@@ -224,7 +224,7 @@ void EngineCore::collect() {
     const PlannedSeq p = plan_[i];
     const LogitsWanted wanted = batch_.seqs[i].logits;
     const int64_t logit_row = row, greedy_row = greedy;
-    row += wanted == LogitsWanted::All ? p.n_tokens : wanted == LogitsWanted::Last ? 1 : 0;
+    row += batch_.seqs[i].logit_rows();
     greedy += wanted == LogitsWanted::LastArgmax ? 1 : 0;
     if (!p.seq) continue;  // retired while the step ran
     Sequence& s = *p.seq;

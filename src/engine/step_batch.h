@@ -26,6 +26,8 @@ struct SeqStep {
   // before this one picked for its argmax row picked_row (LastArgmax rows
   // counted in batch order; Backend::submit), and `tokens` is not read.
   int picked_row = -1;
+  // Logit rows this sequence's part of the step returns (Last: one, All: one per token).
+  int64_t logit_rows() const { return logits == LogitsWanted::All ? n_tokens : logits == LogitsWanted::Last ? 1 : 0; }
 };
 
 struct StepBatch {
@@ -39,7 +41,7 @@ struct StepBatch {
   // Logit rows the step returns.
   int64_t logit_rows() const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += s.logits == LogitsWanted::All ? s.n_tokens : s.logits == LogitsWanted::Last ? 1 : 0;
+    for (const auto& s : seqs) n += s.logit_rows();
     return n;
   }
   int64_t argmax_rows() const {

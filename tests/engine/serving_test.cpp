@@ -6,12 +6,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <thread>
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 
@@ -21,11 +19,10 @@
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "model/model.h"
-#include "model/presets.h"
 #include "random_ids.h"
+#include "tiny_model.h"
 #include "util/error.h"
 
-namespace fs = std::filesystem;
 using namespace ember;
 
 namespace {
@@ -65,15 +62,7 @@ Result drain(RequestStream& s, int64_t vocab, int cancel_after = -1) {
 
 class Serving : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    // One file per process: CTest runs the tests of this suite in parallel
-    // processes, and rewriting a file another one has mapped would fault it.
-    const fs::path out = fs::temp_directory_path() / ("ember-serving-tiny-q8_0-" + std::to_string(getpid()) + ".gguf");
-    ThreadPool pool(2);
-    generate_model(preset("tiny"), "Q8_0", "", out.string(), 11, pool, false);
-    model_ = Model::load(out.string()).release();
-    fs::remove(out);  // the mapping stays valid
-  }
+  static void SetUpTestSuite() { model_ = generate_tiny_model("serving").release(); }
   static void TearDownTestSuite() { delete model_; }
 
   // The backend under test: EMBER_TEST_BACKEND (cpu, cuda), else cpu.

@@ -11,11 +11,9 @@
 //    the same requests with and without queueing ahead give the same tokens.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,11 +23,10 @@
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "model/model.h"
-#include "model/presets.h"
 #include "random_ids.h"
+#include "tiny_model.h"
 #include "util/error.h"
 
-namespace fs = std::filesystem;
 using namespace ember;
 
 namespace {
@@ -79,13 +76,7 @@ Model* g_model = nullptr;
 
 class StepOverlap : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const fs::path out = fs::temp_directory_path() / ("ember-overlap-tiny-q8_0-" + std::to_string(getpid()) + ".gguf");
-    ThreadPool pool(2);
-    generate_model(preset("tiny"), "Q8_0", "", out.string(), 11, pool, false);
-    g_model = Model::load(out.string()).release();
-    fs::remove(out);  // the mapping stays valid
-  }
+  static void SetUpTestSuite() { g_model = generate_tiny_model("overlap").release(); }
   static void TearDownTestSuite() {
     delete g_model;
     g_model = nullptr;
