@@ -60,6 +60,7 @@ if [[ $skip != *" sanitizer "* ]]; then
   echo "== compute-sanitizer"
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_kernels_test"
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*:*Int8Products*:*Grouped*'
+  step racecheck_sampling compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*SamplingRadix*'
   step memcheck_attention compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_attention_test"
   step racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_attention_test" --gtest_filter='*Flash*'
   step memcheck_model compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_model_test" --gtest_filter='*Tiny*'

@@ -3,6 +3,7 @@
 //   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
 //                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
 //                      [--rounds 3] [--json FILE] [--host-only] [--no-overlap]
+//                      [--sample T,K,P,MINP] [--host-sampling]
 //
 // 0. The roofline, measured in the same run: the device's copy bandwidth (and
 //    on CUDA the bf16 matrix rate), so every figure is also a ratio to it
@@ -30,6 +31,11 @@
 // --host-only measures 2 alone (no decoding, prefill or cache figures).
 // --no-overlap runs the engine without queueing step t + 1 before it reads
 // step t's picks (EngineOptions::overlap_steps), to measure what that gains.
+// --sample makes every request sample (temperature T, top-k K, top-p P, min-p
+// MINP; e.g. 0.7,0,0.9,0) instead of decoding greedily; --host-sampling has
+// the host pick those tokens from logit rows sent back
+// (EngineOptions::sample_on_backend off), to measure what picking them on the
+// device gains.
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
 // --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
@@ -51,6 +57,7 @@
 #include "bench/roofline.h"
 #include "bench_util.h"
 #include "engine/engine.h"
+#include "engine/sampling_validation.h"
 #include "null_backend.h"
 #include "step_costs.h"
 #include "model/model.h"
@@ -82,12 +89,15 @@ std::vector<int32_t> random_ids(int n, uint32_t seed, int vocab) {
 // n requests that decode max_tokens tokens each (end-of-generation ignored)
 // after distinct random prompts of prompt_len tokens (no cache hits): seed
 // moves on by n.
-std::vector<GenerationRequest> decoding_requests(int n, int prompt_len, int max_tokens, uint32_t& seed, int vocab) {
+std::vector<GenerationRequest> decoding_requests(int n, int prompt_len, int max_tokens, uint32_t& seed, int vocab,
+                                                 const SamplingParams& sampling) {
   std::vector<GenerationRequest> reqs(static_cast<size_t>(n));
   for (GenerationRequest& r : reqs) {
     r.prompt = random_ids(prompt_len, seed++, vocab);
     r.max_tokens = max_tokens;
     r.ignore_eos = true;
+    r.sampling = sampling;
+    r.sampling.seed = seed;
   }
   return reqs;
 }
@@ -133,7 +143,8 @@ using bench::median;
 struct Options {
   std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts = "128", json_path;
   int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256;
-  bool host_only = false, no_overlap = false;
+  bool host_only = false, no_overlap = false, host_sampling = false;
+  SamplingParams sampling;  // temperature 0: greedy
 };
 
 // Parses argv into o; false (after printing why) when the run cannot start.
@@ -153,11 +164,22 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--rounds") o.rounds = std::max(1, std::stoi(next()));
     else if (a == "--host-only") o.host_only = true;
     else if (a == "--no-overlap") o.no_overlap = true;
+    else if (a == "--host-sampling") o.host_sampling = true;
+    else if (a == "--sample") {
+      const std::string v = next();
+      if (std::sscanf(v.c_str(), "%f,%d,%f,%f", &o.sampling.temperature, &o.sampling.top_k, &o.sampling.top_p,
+                      &o.sampling.min_p) != 4) {
+        std::fprintf(stderr, "--sample takes T,K,P,MINP (e.g. 0.7,0,0.9,0), not %s\n", v.c_str());
+        return false;
+      }
+      validate_sampling(o.sampling);
+    }
     else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return false; }
   }
   if (o.path.empty()) {
     std::fprintf(stderr, "usage: %s --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8] [--prompt N[,N...]] "
-                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only] [--no-overlap]\n", argv[0]);
+                         "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only] [--no-overlap] "
+                         "[--sample T,K,P,MINP] [--host-sampling]\n", argv[0]);
     return false;
   }
   return true;
@@ -239,6 +261,9 @@ void measure_roofline(Run& r) {
   r.out["model"] = r.o.path;
   r.out["backend"] = r.backend->name();
   r.out["overlap_steps"] = !r.o.no_overlap;
+  r.out["sampling"] = {{"temperature", r.o.sampling.temperature}, {"top_k", r.o.sampling.top_k},
+                       {"top_p", r.o.sampling.top_p}, {"min_p", r.o.sampling.min_p},
+                       {"on_backend", !r.o.host_sampling}};
   r.out["roofline"] = {{"copy_gbs", r.bw.gbs}, {"copy_note", r.bw.note},
                        {"bf16_tflops", r.bf16 ? nlohmann::json(*r.bf16) : nlohmann::json(nullptr)}, {"bf16_note", bf16_note}};
   r.out["weight_bytes_per_token"] = weight_bytes;
@@ -265,7 +290,7 @@ void backend_steps(Run& r) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
       StepBatch batch;
       for (int s = 0; s < r.bs[bi]; ++s)
-        batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::LastArgmax});
+        batch.seqs.push_back({&toks[size_t(s)], 1, 63, tables[size_t(s)].data(), per_seq, LogitsWanted::LastPicked, -1, {}});
       const auto t0 = Clock::now();
       backend.forward(batch);
       step_s[bi].push_back(since(t0, Clock::now()));
@@ -290,12 +315,12 @@ void engine_decode(Run& r, Engine& engine) {
   // One unmeasured pass per batch size first: the backend meets every step
   // shape the rounds will (on CUDA capturing a graph for each, once per
   // process), so the rounds time steady decoding.
-  for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab));
+  for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling));
   std::vector<std::vector<double>> rates(r.bs.size()), cores(r.bs.size()), cpu_per_token(r.bs.size());
   for (int round = 0; round < o.rounds; ++round) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
       const int b = r.bs[bi];
-      const auto reqs = decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab);
+      const auto reqs = decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling);
       // The process's CPU time over the whole round (prefill included, and the
       // bench's own reader threads: an upper bound on the engine's).
       const double cpu0 = process_cpu_seconds();
@@ -355,7 +380,7 @@ void host_steps(Run& r, const EngineOptions& eo) {
   for (int b : r.bs) {
     std::vector<double> per_step;
     for (int round = 0; round < r.o.rounds; ++round) {
-      const auto reqs = decoding_requests(b, 8, r.host_decode, r.seed, r.vocab);
+      const auto reqs = decoding_requests(b, 8, r.host_decode, r.seed, r.vocab, r.o.sampling);
       const int64_t steps0 = host_engine.stats().steps;
       const auto t0 = Clock::now();
       run_all(host_engine, reqs);
@@ -435,6 +460,7 @@ int main(int argc, char** argv) {
     EngineOptions eo;
     eo.max_running = r.max_b;
     eo.overlap_steps = !r.o.no_overlap;
+    eo.sample_on_backend = !r.o.host_sampling;
     Engine engine(*r.backend, nullptr, eo);
     {  // warm-up: page the weights in, start the threads
       GenerationRequest w;

@@ -31,10 +31,10 @@ class NullBackend final : public Backend {
     if (logits_.size() < rows) logits_.resize(rows, 0.0f);
     ids_.clear();
     for (const SeqStep& s : batch.seqs)
-      if (s.logits == LogitsWanted::LastArgmax) ids_.push_back(1000 + (s.pos + s.n_tokens) % 100);
+      if (s.logits == LogitsWanted::LastPicked) ids_.push_back(1000 + (s.pos + s.n_tokens) % 100);
     return logits_.data();
   }
-  const int32_t* argmax_ids() const override { return ids_.data(); }
+  const int32_t* picked_ids() const override { return ids_.data(); }
 
  private:
   const Backend& real_;

@@ -31,10 +31,10 @@ size_t kv_block_bytes(const ModelDesc& d, int block_size, KvType type) {
 
 void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab) {
   const int64_t n_tok = batch.total_tokens();
-  const int64_t n_rows = batch.logit_rows() + batch.argmax_rows();
+  const int64_t n_rows = batch.logit_rows() + batch.picked_rows();
   if (n_tok <= 0) throw Error("forward step with no tokens");
-  if (batch.argmax_vocab < 0 || batch.argmax_vocab > vocab)
-    throw Error("forward step's argmax vocabulary of " + std::to_string(batch.argmax_vocab) + " ids is outside 0.." +
+  if (batch.pick_vocab < 0 || batch.pick_vocab > vocab)
+    throw Error("forward step's pick vocabulary of " + std::to_string(batch.pick_vocab) + " ids is outside 0.." +
                 std::to_string(vocab));
   if (n_tok > lim.max_tokens)
     throw Error("forward step of " + std::to_string(n_tok) + " tokens exceeds the backend's limit of " +
@@ -61,28 +61,13 @@ void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvCon
   }
 }
 
-int32_t greedy_id(const float* logits, int n) {
-  float best = -INFINITY;
-  int32_t id = kArgmaxAllMasked;
-  bool bad = false;
-  for (int i = 0; i < n; ++i) {
-    const float l = logits[i];
-    bad |= std::isnan(l) || l == INFINITY;
-    if (l > best) {
-      best = l;
-      id = i;
-    }
-  }
-  return bad ? kArgmaxNonFinite : id;
-}
-
-void check_picked_rows(const StepBatch& batch, int64_t previous_argmax_rows) {
+void check_picked_rows(const StepBatch& batch, int64_t previous_picked_rows) {
   for (const SeqStep& s : batch.seqs) {
     if (s.picked_row < 0) continue;
     if (s.n_tokens != 1) throw Error("a sequence fed by the step before must have exactly one new token");
-    if (s.picked_row >= previous_argmax_rows)
-      throw Error("a sequence is fed by argmax row " + std::to_string(s.picked_row) + " of a step that picked " +
-                  std::to_string(previous_argmax_rows));
+    if (s.picked_row >= previous_picked_rows)
+      throw Error("a sequence is fed by picked row " + std::to_string(s.picked_row) + " of a step that picked " +
+                  std::to_string(previous_picked_rows));
   }
 }
 
@@ -92,9 +77,9 @@ int StepQueue::next_slot() const {
   return (head_ + n_) % kSlots;
 }
 
-void StepQueue::push(int slot, int64_t logit_rows, int64_t argmax_rows) {
+void StepQueue::push(int slot, int64_t logit_rows, int64_t picked_rows) {
   logit_rows_[slot] = logit_rows;
-  argmax_rows_[slot] = argmax_rows;
+  picked_rows_[slot] = picked_rows;
   ++n_;
   last_ = slot;
 }
@@ -113,7 +98,7 @@ void Backend::submit(const StepBatch& batch) {
   bool picked = false;
   for (const SeqStep& s : batch.seqs) picked |= s.picked_row >= 0;
   if (picked) {
-    check_picked_rows(batch, queue_.last_argmax_rows());
+    check_picked_rows(batch, queue_.last_picked_rows());
     const std::vector<int32_t>& ids = queued_[queue_.last()].ids;
     picked_tokens_.resize(batch.seqs.size());
     resolved_ = batch;
@@ -130,10 +115,10 @@ void Backend::submit(const StepBatch& batch) {
   }
   const float* logits = forward(*run);
   Queued& q = queued_[slot];
-  const int32_t* ids = argmax_ids();
-  q.ids.assign(ids, ids + run->argmax_rows());
+  const int32_t* ids = picked_ids();
+  q.ids.assign(ids, ids + run->picked_rows());
   q.logits = logits;
-  queue_.push(slot, run->logit_rows(), run->argmax_rows());
+  queue_.push(slot, run->logit_rows(), run->picked_rows());
 }
 
 StepOutput Backend::wait_step() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/pick.h"
 #include "engine/step_batch.h"
 #include "model/descriptor.h"
 
@@ -42,22 +43,15 @@ struct StepLimits {
   int max_context = 4096;    // longest sequence
 };
 
-// The greedy choice of one logit row: the lowest id holding the largest logit
-// among the first n, or kArgmaxNonFinite when a logit is NaN or +inf, or
-// kArgmaxAllMasked when every logit is -inf. Backends that pick on the host use it;
-// the others must give the same answers.
-constexpr int32_t kArgmaxNonFinite = -1, kArgmaxAllMasked = -2;
-int32_t greedy_id(const float* logits, int n);
-
 // The checks that keep a malformed step from reading or writing out of bounds:
 // token, row and context limits, block tables that cover their positions and
 // name blocks of the pool, token ids inside the vocabulary. Throws ember::Error.
 void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvConfig& kv, int vocab);
 
-// What a step returns: its logit rows and its argmax ids (forward(), argmax_ids()).
+// What a step returns: its logit rows and its picked ids (forward(), picked_ids()).
 struct StepOutput {
   const float* logits = nullptr;
-  const int32_t* argmax_ids = nullptr;
+  const int32_t* picked_ids = nullptr;
 };
 
 // The bookkeeping of steps queued on a backend (Backend::submit): which of
@@ -70,17 +64,17 @@ class StepQueue {
   // when the step submitted last returns logit rows and is still queued.
   int next_slot() const;
   // That step is queued now.
-  void push(int slot, int64_t logit_rows, int64_t argmax_rows);
+  void push(int slot, int64_t logit_rows, int64_t picked_rows);
   // The oldest queued step's slot, no longer queued. Throws when none is.
   int pop();
   int queued() const { return n_; }
-  // The slot and argmax rows of the step submitted last (-1 and 0 before any): what picked rows read.
+  // The slot and picked rows of the step submitted last (-1 and 0 before any): what picked rows read.
   int last() const { return last_; }
-  int64_t last_argmax_rows() const { return last_ < 0 ? 0 : argmax_rows_[last_]; }
+  int64_t last_picked_rows() const { return last_ < 0 ? 0 : picked_rows_[last_]; }
 
  private:
   int head_ = 0, n_ = 0, last_ = -1;
-  int64_t logit_rows_[kSlots] = {}, argmax_rows_[kSlots] = {};
+  int64_t logit_rows_[kSlots] = {}, picked_rows_[kSlots] = {};
 };
 
 class Backend {
@@ -98,21 +92,21 @@ class Backend {
   // keys/values and writes the new ones through each sequence's block table.
   virtual const float* forward(const StepBatch& batch) = 0;
 
-  // After forward(): for each sequence that asked for LogitsWanted::LastArgmax,
-  // in batch order, the id of its last token's largest logit among the ids
-  // below batch.argmax_vocab (ties: the lowest id; see greedy_id below).
+  // After forward(): for each sequence that asked for LogitsWanted::LastPicked,
+  // in batch order, the id picked from its last token's logits among the ids
+  // below batch.pick_vocab by the rules of engine/pick.h (SeqStep::pick).
   // Valid until the next call.
-  virtual const int32_t* argmax_ids() const = 0;
+  virtual const int32_t* picked_ids() const = 0;
 
   // Steps queued ahead, so that the device never waits for the host between
   // steps. submit() queues a step behind those already queued and may return
   // before it has run; wait_step() waits for the oldest queued step and returns
   // its results, valid until the next submit() or forward(). At most
   // kMaxQueuedSteps are queued, and a step may be queued behind another only
-  // when that one returns no logit rows (argmax ids alone). A sequence with
+  // when that one returns no logit rows (picked ids alone). A sequence with
   // SeqStep::picked_row set feeds the id picked for that row by the step
   // submitted just before: the engine queues step t + 1 before it has read
-  // step t's ids. A pick that is not a token (kArgmaxNonFinite, ...) feeds
+  // step t's ids. A pick that is not a token (kPickNonFinite, ...) feeds
   // token 0; the engine ends that sequence when it reads the pick, so what
   // the step computes for it is never used.
   // These defaults run the step at submit(), through forward().
@@ -144,7 +138,7 @@ class Backend {
 };
 
 // The checks submit() makes of picked rows (SeqStep::picked_row): one token
-// each, a row the step before had (its argmax_rows). Throws ember::Error.
-void check_picked_rows(const StepBatch& batch, int64_t previous_argmax_rows);
+// each, a row the step before had (its picked_rows). Throws ember::Error.
+void check_picked_rows(const StepBatch& batch, int64_t previous_picked_rows);
 
 }  // namespace ember

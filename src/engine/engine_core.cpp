@@ -150,7 +150,7 @@ bool EngineCore::step() {
     kv_.run_copies(backend_);
 
     batch_.seqs.clear();
-    batch_.argmax_vocab = sampling_vocab_;
+    batch_.pick_vocab = sampling_vocab_;
     for (const PlannedSeq& p : plan_) {
       Sequence& s = *p.seq;
       SeqStep st;
@@ -159,7 +159,8 @@ bool EngineCore::step() {
       st.pos = s.n_computed;
       st.blocks = s.blocks.data();
       st.n_blocks = int(s.blocks.size());
-      st.logits = p.logits == LogitsWanted::Last && picks_greedy_id(s) ? LogitsWanted::LastArgmax : p.logits;
+      st.logits = p.logits == LogitsWanted::Last && picks_on_backend(s) ? LogitsWanted::LastPicked : p.logits;
+      if (st.logits == LogitsWanted::LastPicked) st.pick = backend_pick(s);
       batch_.seqs.push_back(st);
     }
     backend_.submit(batch_);
@@ -175,7 +176,7 @@ bool EngineCore::step() {
   return true;
 }
 
-// The step in flight (t) is certain to be followed by one more greedy token of
+// The step in flight (t) is certain to be followed by one more token of
 // each of its sequences when: every running sequence is in it with one token
 // whose pick the device makes (so no prompt chunk or host sampling waits), no
 // request could be admitted instead (none waiting, or no free slot), and each
@@ -186,12 +187,12 @@ bool EngineCore::look_ahead() {
   if (!sched_.waiting().empty() && int(sched_.running().size()) < opt_.max_running) return false;
   next_plan_.clear();
   next_batch_.seqs.clear();
-  next_batch_.argmax_vocab = batch_.argmax_vocab;
+  next_batch_.pick_vocab = batch_.pick_vocab;
   size_t in_step = 0;
-  int row = 0;  // argmax row of step t
+  int row = 0;  // picked row of step t
   for (size_t i = 0; i < plan_.size(); ++i) {
     const SeqStep& st = batch_.seqs[i];
-    const bool picked = st.logits == LogitsWanted::LastArgmax;
+    const bool picked = st.logits == LogitsWanted::LastPicked;
     const int r = picked ? row++ : -1;
     Sequence* s = plan_[i].seq;
     if (!s) continue;  // retired while in flight
@@ -205,11 +206,14 @@ bool EngineCore::look_ahead() {
     n.pos = s->n_computed + 1;
     n.blocks = s->blocks.data();
     n.n_blocks = int(s->blocks.size());
-    n.logits = LogitsWanted::LastArgmax;
+    n.logits = LogitsWanted::LastPicked;
     n.picked_row = r;
     next_batch_.seqs.push_back(n);
   }
   if (in_step != sched_.running().size() || next_plan_.empty()) return false;
+  // Draws only for a step that is certain to run: a draw taken for a step
+  // given up would shift the sequence's tokens from those of its seed.
+  for (size_t i = 0; i < next_plan_.size(); ++i) next_batch_.seqs[i].pick = backend_pick(*next_plan_[i].seq);
   backend_.submit(next_batch_);
   ++steps_ahead_;
   return true;
@@ -219,13 +223,13 @@ void EngineCore::collect() {
   const StepOutput out = backend_.wait_step();
   ++steps_;
   const int64_t vocab = backend_.model().desc().vocab;
-  int64_t row = 0, greedy = 0;
+  int64_t row = 0, picked = 0;
   for (size_t i = 0; i < plan_.size(); ++i) {
     const PlannedSeq p = plan_[i];
     const LogitsWanted wanted = batch_.seqs[i].logits;
-    const int64_t logit_row = row, greedy_row = greedy;
+    const int64_t logit_row = row, picked_row = picked;
     row += batch_.seqs[i].logit_rows();
-    greedy += wanted == LogitsWanted::LastArgmax ? 1 : 0;
+    picked += wanted == LogitsWanted::LastPicked ? 1 : 0;
     if (!p.seq) continue;  // retired while the step ran
     Sequence& s = *p.seq;
     s.n_computed += p.n_tokens;
@@ -237,31 +241,42 @@ void EngineCore::collect() {
       stream->finish(reason);
       continue;
     }
-    if (wanted == LogitsWanted::LastArgmax) {
-      deliver(s, nullptr, out.argmax_ids[greedy_row]);
+    if (wanted == LogitsWanted::LastPicked) {
+      deliver(s, nullptr, out.picked_ids[picked_row]);
     } else if (p.logits == LogitsWanted::Last) {
       deliver(s, out.logits + logit_row * vocab, 0);
     }
   }
 }
 
-// Greedy with nothing that needs the logits on the host (penalties, a grammar,
-// logits kept for the client): the backend picks the id where the logits are.
-bool EngineCore::picks_greedy_id(const Sequence& s) const {
-  return s.sampler.plain_greedy() && !s.constraint && !s.req.keep_logits;
+// Nothing that needs the logits on the host (penalties, a grammar, logits kept
+// for the client): the backend picks the token where the logits are, greedy or
+// sampled by the same rules as the host sampler (engine/pick.h).
+bool EngineCore::picks_on_backend(const Sequence& s) const {
+  if (s.constraint || s.req.keep_logits || s.sampler.penalises()) return false;
+  return opt_.sample_on_backend || s.sampler.plain_greedy();
 }
 
-void EngineCore::deliver(Sequence& s, const float* logits, int32_t greedy_id) {
+// The draw is taken when the step is planned, from the sequence's own
+// generator, one per token as the host sampler takes it: the same seed gives
+// the same tokens whichever side picks.
+Pick EngineCore::backend_pick(Sequence& s) {
+  Pick p = s.sampler.pick();
+  if (!p.greedy()) p.draw = s.sampler.draw();
+  return p;
+}
+
+void EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
   const int64_t vocab = backend_.model().desc().vocab;
   int32_t id;
   std::string piece;
   bool stopped = false;
   try {
-    if (!logits) {  // the backend's argmax (picks_greedy_id)
-      if (greedy_id == kArgmaxNonFinite) throw BadLogits("the model produced a NaN or +inf logit: the sequence cannot continue");
-      if (greedy_id < 0) throw BadLogits("every logit is -inf: no token can be sampled");
-      if (greedy_id >= sampling_vocab_) throw Error("backend picked token " + std::to_string(greedy_id) + ", outside the vocabulary");
-      id = greedy_id;
+    if (!logits) {  // the backend's pick (picks_on_backend)
+      if (picked_id == kPickNonFinite) throw BadLogits("the model produced a NaN or +inf logit: the sequence cannot continue");
+      if (picked_id < 0) throw BadLogits("every logit is -inf: no token can be sampled");
+      if (picked_id >= sampling_vocab_) throw Error("backend picked token " + std::to_string(picked_id) + ", outside the vocabulary");
+      id = picked_id;
     } else if (s.constraint) {  // sampled from a masked copy; the stream still gets the model's own logits
       std::copy(logits, logits + vocab, s.masked_logits.begin());
       s.constraint->mask(s.masked_logits.data(), vocab);

@@ -31,6 +31,9 @@ struct EngineOptions {
   int step_tokens = 0;      // tokens per step; 0: the backend's limit
   bool prefix_cache = true;
   bool overlap_steps = true;  // queue step t + 1 before reading step t's picks (look_ahead)
+  // Sampled tokens (temperature, top-k, top-p, min-p) picked by the backend,
+  // where the logits are; false: only plain greedy ones, the rest on the host.
+  bool sample_on_backend = true;
   uint64_t cache_host_mem = 0;  // bytes of host memory that evicted prefixes go to before being dropped (0: none)
 };
 
@@ -71,10 +74,12 @@ class EngineCore {
   const Backend& backend() const { return backend_; }
 
  private:
-  // Samples the sequence's next token from its logit row, or takes greedy_id
-  // (the backend's argmax) when logits is null; then streams and finishes it.
-  void deliver(Sequence& s, const float* logits, int32_t greedy_id);
-  bool picks_greedy_id(const Sequence& s) const;
+  // Samples the sequence's next token from its logit row, or takes picked_id
+  // (the backend's pick) when logits is null; then streams and finishes it.
+  void deliver(Sequence& s, const float* logits, int32_t picked_id);
+  // Whether the backend picks the sequence's tokens (SeqStep::pick), and how, with the next draw.
+  bool picks_on_backend(const Sequence& s) const;
+  Pick backend_pick(Sequence& s);
   // Ends the request's stream; flush_text releases text held back for stop strings.
   void finish(Sequence& s, FinishReason reason, bool flush_text, std::string error = {});
   void flush_held_text(Sequence& s);
@@ -83,7 +88,7 @@ class EngineCore {
   void abandon(Sequence& s, FinishReason reason, const std::string& why);  // text held back for stop strings goes out
   void retire(Sequence& s);  // releases its blocks and forgets it (and drops it from the steps in flight)
   // Plans, and submits, the step that follows the one in flight when it is
-  // certain to be every running sequence's next greedy token; false otherwise.
+  // certain to be every running sequence's next token, picked by the backend; false otherwise.
   bool look_ahead();
   // Waits for the step in flight and delivers its tokens.
   void collect();

@@ -12,13 +12,12 @@ namespace ember {
 Sampler::Sampler(const SamplingParams& p, int vocab) : Sampler(p, vocab, vocab) {}
 
 Sampler::Sampler(const SamplingParams& p, int vocab, int valid_vocab)
-    : p_(p), vocab_(vocab), valid_vocab_(valid_vocab), rng_(p.seed) {
+    : p_(p), vocab_(vocab), valid_vocab_(valid_vocab), rng_(p.seed), scratch_(vocab) {
   if (vocab <= 0) throw Error("sampler needs a positive vocabulary size");
   check_integer("sampler valid vocabulary", valid_vocab, 1, vocab);
   validate_sampling(p);
   work_.resize(size_t(vocab));
   counts_.assign(size_t(vocab), 0);
-  cand_.reserve(size_t(vocab));
 }
 
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
@@ -53,61 +52,28 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
   if (p_.temperature <= 0.0f) {
     return int32_t(std::max_element(work_.begin(), work_.begin() + valid_vocab_) - work_.begin());
   }
-
-  // Candidates, cut to the top k (by logit) when asked.
-  // -inf (masked) tokens have probability 0: they are not candidates at all.
-  cand_.clear();
-  for (int i = 0; i < valid_vocab_; ++i) {
-    const float l = work_[size_t(i)];
-    if (l == -INFINITY) continue;
-    // A repetition penalty near 0 divides a positive logit into +inf: no softmax is defined then.
-    if (!std::isfinite(l)) throw BadLogits("a penalty pushed token " + std::to_string(i) + "'s logit out of range");
-    cand_.emplace_back(l, i);
-  }
-  if (cand_.empty()) throw BadLogits("every logit is -inf after penalties: no token can be sampled");
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  if (p_.top_k > 0 && size_t(p_.top_k) < cand_.size()) {
-    std::nth_element(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
-    cand_.resize(size_t(p_.top_k));
-  }
-  // Softmax at the temperature (in place: first becomes probability).
-  float mx = -INFINITY;
-  for (const auto& c : cand_) mx = std::max(mx, c.first);
-  double sum = 0;
-  for (auto& c : cand_) {
-    c.first = std::exp((c.first - mx) / p_.temperature);
-    sum += c.first;
-  }
-  for (auto& c : cand_) c.first = float(c.first / sum);
-  // A finite logit far below the maximum underflows to probability 0: drop it
-  // too, so that no draw (u may be exactly 0) can land on it.
-  std::erase_if(cand_, [](const auto& c) { return !(c.first > 0); });
-  // min-p: relative to the most likely token (whose probability is exp(0)/sum).
-  if (p_.min_p > 0) {
-    const float floor = p_.min_p * float(1.0 / sum);
-    std::erase_if(cand_, [&](const auto& c) { return c.first < floor; });
-  }
-  // top-p: the smallest most-likely set whose mass reaches top_p.
-  if (p_.top_p < 1.0f) {
-    std::sort(cand_.begin(), cand_.end(), by_logit);
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < cand_.size()) {
-      cum += cand_[keep++].first;
-      if (cum >= p_.top_p) break;
-    }
-    cand_.resize(keep);
-  }
-  if (cand_.empty()) throw BadLogits("no token is left after the sampling filters");
-  double total = 0;
-  for (const auto& c : cand_) total += c.first;
-  std::uniform_real_distribution<double> u(0.0, total);
-  double x = u(rng_);
-  for (const auto& c : cand_) {
-    if (x < c.first) return c.second;
-    x -= c.first;
-  }
-  return cand_.back().second;  // rounding left x >= the last probability
+  // A repetition penalty near 0 divides a positive logit into +inf: no softmax is defined then.
+  if (penalises())
+    for (int32_t id : recent)
+      if (id >= 0 && id < valid_vocab_ && work_[size_t(id)] == INFINITY)
+        throw BadLogits("a penalty pushed token " + std::to_string(id) + "'s logit out of range");
+  Pick pk = pick();
+  pk.draw = draw();
+  const int32_t id = pick_id(work_.data(), valid_vocab_, pk, scratch_);
+  if (id == kPickAllMasked) throw BadLogits("every logit is -inf after penalties: no token can be sampled");
+  if (id < 0) throw BadLogits("the logits cannot be sampled");
+  return id;
 }
+
+Pick Sampler::pick() const {
+  Pick pk;
+  pk.temperature = p_.temperature;
+  pk.top_k = p_.top_k;
+  pk.top_p = p_.top_p;
+  pk.min_p = p_.min_p;
+  return pk;
+}
+
+double Sampler::draw() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
 
 }  // namespace ember

@@ -1,5 +1,6 @@
 // Turning logits into the next token: penalties, then greedy or
-// temperature / top-k / min-p / top-p sampling from a seeded generator.
+// temperature / top-k / min-p / top-p sampling from a seeded generator, by the
+// pick rules every backend shares (engine/pick.h).
 //
 // All buffers are sized for the vocabulary at construction; sample()
 // allocates nothing.
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/pick.h"
 #include "util/error.h"
 
 namespace ember {
@@ -58,6 +60,11 @@ class Sampler {
   // The pick is the plain argmax of the logits (greedy, no penalty): what greedy_id() of engine/backend.h gives.
   bool plain_greedy() const { return p_.temperature <= 0.0f && !penalises(); }
   int valid_vocab() const { return valid_vocab_; }
+  // The pick rules of these parameters (engine/pick.h), without a draw.
+  Pick pick() const;
+  // The next uniform number in [0, 1) of the seeded generator: one per sampled token,
+  // whether the host picks it (sample()) or the backend does (Pick::draw).
+  double draw();
 
  private:
   SamplingParams p_;
@@ -66,7 +73,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> work_;                      // penalised logits
   std::vector<int32_t> counts_;                  // occurrences of each token in the window
-  std::vector<std::pair<float, int32_t>> cand_;  // (logit, id) candidates
+  PickScratch scratch_;
 };
 
 }  // namespace ember

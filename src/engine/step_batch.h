@@ -8,12 +8,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/pick.h"
+
 namespace ember {
 
-// Last/All: those logit rows come back from the step. LastArgmax: only the id
-// of the last token's largest logit comes back (a greedy choice made where the
-// logits are, so no logit row crosses to the host).
-enum class LogitsWanted : uint8_t { None, Last, All, LastArgmax };
+// Last/All: those logit rows come back from the step. LastPicked: only the id
+// picked from the last token's logits comes back (SeqStep::pick, greedy or
+// sampled by the rules of engine/pick.h, made where the logits are, so no
+// logit row crosses to the host).
+enum class LogitsWanted : uint8_t { None, Last, All, LastPicked };
 
 struct SeqStep {
   const int32_t* tokens = nullptr;
@@ -23,16 +26,17 @@ struct SeqStep {
   int n_blocks = 0;
   LogitsWanted logits = LogitsWanted::Last;
   // >= 0: the sequence's one new token is the id that the step queued just
-  // before this one picked for its argmax row picked_row (LastArgmax rows
+  // before this one picked for its row picked_row (LastPicked rows
   // counted in batch order; Backend::submit), and `tokens` is not read.
   int picked_row = -1;
+  Pick pick;  // how a LastPicked row is picked
   // Logit rows this sequence's part of the step returns (Last: one, All: one per token).
   int64_t logit_rows() const { return logits == LogitsWanted::All ? n_tokens : logits == LogitsWanted::Last ? 1 : 0; }
 };
 
 struct StepBatch {
   std::vector<SeqStep> seqs;
-  int argmax_vocab = 0;  // LastArgmax picks among the ids below this (0: the whole vocabulary)
+  int pick_vocab = 0;  // LastPicked rows pick among the ids below this (0: the whole vocabulary)
   int64_t total_tokens() const {
     int64_t n = 0;
     for (const auto& s : seqs) n += s.n_tokens;
@@ -44,9 +48,9 @@ struct StepBatch {
     for (const auto& s : seqs) n += s.logit_rows();
     return n;
   }
-  int64_t argmax_rows() const {
+  int64_t picked_rows() const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += s.logits == LogitsWanted::LastArgmax ? 1 : 0;
+    for (const auto& s : seqs) n += s.logits == LogitsWanted::LastPicked ? 1 : 0;
     return n;
   }
 };

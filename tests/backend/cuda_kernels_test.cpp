@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "backend/cpu/moe_routing.h"
 #include "backend/cuda/argmax.h"
+#include "backend/cuda/sampling.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_matrix.h"
@@ -671,7 +673,7 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
     DeviceBuffer w = upload_in_device_layout(type, m.bytes);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     // Negative ids name the picks of a step before: rows 31 and 2, and a failed pick (row 0).
-    const std::vector<int32_t> ids = {49, -2, 0, 17, -1, 17, -3}, picked = {2, 31, kArgmaxNonFinite};
+    const std::vector<int32_t> ids = {49, -2, 0, 17, -1, 17, -3}, picked = {2, 31, kPickNonFinite};
     const std::vector<int32_t> rows_read = {49, 31, 0, 17, 2, 17, 0};
     DeviceBuffer dids = upload(ids), dpicked = upload(picked), dy(ids.size() * size_t(k) * 4);
     EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
@@ -743,7 +745,7 @@ TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
   DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4), d_scratch(argmax_scratch_bytes(int64_t(rows.size())));
   EMBER_CUDA_CHECK(cudaMemset(d_scratch.get(), 0, d_scratch.bytes()));
-  const std::vector<int32_t> expect_fixed = {-100, 5, n - 1, kArgmaxNonFinite, kArgmaxNonFinite, kArgmaxAllMasked, 77'777};
+  const std::vector<int32_t> expect_fixed = {-100, 5, n - 1, kPickNonFinite, kPickNonFinite, kPickAllMasked, 77'777};
   // Twice over the whole row (the scratch left ready by the first call), then over short prefixes (fewer slices).
   for (int width : {n, n, 70'001, 4'097, 33}) {
     EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
@@ -757,6 +759,125 @@ TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
       }
     }
   }
+}
+
+// The GPU's sampled picks against the host's pick_id() (engine/pick.h) on the
+// same logits and draws: rows shaped like a model's (a few strong logits over
+// a wide spread), flat ones (top-p keeps thousands), ties, masks, and the bad
+// rows; every filter alone and together; greedy rows left to argmax_rows.
+// The GPU sums weights as integers and the host in doubles, so a pick may
+// differ only where a draw or a top-p share lies within rounding of a
+// boundary: a handful in thousands at most.
+TEST_F(CudaKernels, SamplingIsTheHostsPick) {
+  std::mt19937 rng(91);
+  const Pick filters[] = {{1.0f, 0, 1.0f, 0.0f},  {0.7f, 40, 1.0f, 0.0f}, {0.8f, 0, 0.9f, 0.0f},  {1.0f, 0, 1.0f, 0.05f},
+                          {0.6f, 20, 0.8f, 0.02f}, {2.5f, 0, 0.99f, 0.0f}, {0.3f, 1, 1.0f, 0.0f}, {1.5f, 3000, 0.6f, 0.0f},
+                          {0.05f, 0, 0.95f, 0.0f}, {1.0f, 100000, 1.0f, 0.0f}};
+  int checked = 0, differ = 0;
+  for (const int n : {151'936, 32'001, 1'000, 7}) {
+    const int ld = n + 3;
+    std::vector<std::vector<float>> rows;
+    std::normal_distribution<float> wide(0.0f, 3.0f), narrow(0.0f, 0.05f);
+    std::vector<float> r(static_cast<size_t>(ld));
+    for (auto& v : r) v = wide(rng);
+    for (int j = 0; j < 5; ++j) r[size_t(rng() % unsigned(n))] = 18.0f + float(j);  // a few strong candidates
+    rows.push_back(r);
+    for (auto& v : r) v = narrow(rng);  // flat
+    rows.push_back(r);
+    for (auto& v : r) v = std::round(wide(rng));  // ties everywhere
+    rows.push_back(r);
+    for (size_t i = 0; i < r.size(); ++i) r[i] = i % 3 == 1 ? wide(rng) : -INFINITY;  // masked
+    rows.push_back(r);
+    r.assign(r.size(), 1.0f);
+    r[size_t(n / 2)] = std::nanf("");
+    rows.push_back(r);
+    r[size_t(n / 2)] = INFINITY;
+    rows.push_back(r);
+    r.assign(r.size(), -INFINITY);
+    rows.push_back(r);
+    r[size_t(n - 1)] = -2.0f;  // one finite logit, the last counted id
+    rows.push_back(r);
+    for (auto& row : rows) row[size_t(n + 1)] = 1e30f;  // past n: ignored
+    std::vector<float> flat;
+    for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+    DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4), d_picks(rows.size() * sizeof(DevicePick));
+    PickScratch scratch(ld);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (const Pick& f : filters)
+      for (int d = 0; d < 12; ++d) {
+        std::vector<DevicePick> picks;
+        std::vector<Pick> host;
+        for (size_t i = 0; i < rows.size(); ++i) {
+          Pick p = f;
+          p.draw = d == 0 ? 0.0 : d == 1 ? std::nextafter(1.0, 0.0) : u(rng);
+          if (i == 2 && d % 4 == 3) p.temperature = 0.0f;  // a greedy row among sampled ones: not touched
+          host.push_back(p);
+          picks.push_back(device_pick(p));
+        }
+        EMBER_CUDA_CHECK(cudaMemcpy(d_picks.get(), picks.data(), d_picks.bytes(), cudaMemcpyHostToDevice));
+        EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
+        sample_rows(d_l.get<float>(), ld, int64_t(rows.size()), n, d_picks.get<DevicePick>(), d_ids.get<int32_t>(), nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto ids = download<int32_t>(d_ids, rows.size());
+        for (size_t i = 0; i < rows.size(); ++i) {
+          if (host[i].greedy()) {
+            EXPECT_EQ(ids[i], 0x7F7F7F7F) << "a greedy row was written";
+            continue;
+          }
+          const int32_t want = pick_id(rows[i].data(), n, host[i], scratch);
+          ++checked;
+          if (i >= 4) {  // the bad rows and the single candidate: exact
+            EXPECT_EQ(ids[i], want) << "n " << n << " row " << i << " T " << f.temperature << " draw " << host[i].draw;
+          } else if (ids[i] != want) {
+            ++differ;
+            std::printf("sampled pick differs: n %d row %zu T %g top-k %d top-p %g min-p %g draw %.17g: GPU %d, host %d\n", n, i,
+                        double(f.temperature), f.top_k, double(f.top_p), double(f.min_p), host[i].draw, ids[i], want);
+          }
+        }
+      }
+  }
+  EXPECT_EQ(checked, 4 * 10 * 12 * 8 - 4 * 10 * 3);
+  EXPECT_LE(differ, checked / 500) << differ << " of " << checked << " sampled picks differ from the host's";
+}
+
+// Rows whose end of the kept prefix falls in a bin of more candidates than
+// shared memory sorts (12,000 equal logits): the radix select over the row
+// and the walk among equal logits. Small enough for racecheck.
+TEST_F(CudaKernels, SamplingRadixPathMatchesTheHost) {
+  std::mt19937 rng(5);
+  const int n = 20'000;
+  std::normal_distribution<float> low(-3.0f, 1.0f);
+  std::vector<float> tied(static_cast<size_t>(n)), spread(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) tied[size_t(i)] = i % 5 < 3 ? 1.0f : low(rng);
+  for (auto& v : spread) v = low(rng);
+  std::vector<float> flat = tied;
+  flat.insert(flat.end(), spread.begin(), spread.end());
+  DeviceBuffer d_l = upload(flat), d_ids(8), d_picks(2 * sizeof(DevicePick));
+  PickScratch scratch(n);
+  const Pick filters[] = {{1.0f, 0, 0.5f, 0.0f}, {1.0f, 5000, 1.0f, 0.0f}, {0.9f, 11000, 0.7f, 0.0f}, {1.0f, 0, 1.0f, 0.0f}};
+  int checked = 0, differ = 0;
+  for (const Pick& f : filters)
+    for (const double draw : {0.0, 0.3, 0.61, 0.999}) {
+      Pick p = f;
+      p.draw = draw;
+      const DevicePick picks[2] = {device_pick(p), device_pick(p)};
+      EMBER_CUDA_CHECK(cudaMemcpy(d_picks.get(), picks, sizeof picks, cudaMemcpyHostToDevice));
+      EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
+      sample_rows(d_l.get<float>(), n, 2, n, d_picks.get<DevicePick>(), d_ids.get<int32_t>(), nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto ids = download<int32_t>(d_ids, 2);
+      for (int row = 0; row < 2; ++row) {
+        const int32_t want = pick_id((row == 0 ? tied : spread).data(), n, p, scratch);
+        ++checked;
+        if (ids[size_t(row)] != want) {
+          ++differ;
+          std::printf("radix path: row %d top-k %d top-p %g draw %g: GPU %d, host %d\n", row, p.top_k, double(p.top_p), draw,
+                      ids[size_t(row)], want);
+        }
+      }
+    }
+  EXPECT_EQ(checked, 32);
+  EXPECT_LE(differ, 1);
 }
 
 }  // namespace

@@ -300,12 +300,12 @@ class PoisoningBackend final : public Backend {
     const float* l = inner_.forward(batch);
     const int64_t V = model().desc().vocab;
     buf_.assign(l, l + batch.logit_rows() * V);
-    ids_.assign(inner_.argmax_ids(), inner_.argmax_ids() + batch.argmax_rows());
+    ids_.assign(inner_.picked_ids(), inner_.picked_ids() + batch.picked_rows());
     int64_t row = 0, id = 0;
     for (const SeqStep& s : batch.seqs) {
       const bool poison = s.pos == 0 && s.tokens[0] == marker_;
-      if (s.logits == LogitsWanted::LastArgmax) {  // a greedy pick made where the logits are: it saw the NaN
-        if (poison) ids_[size_t(id)] = kArgmaxNonFinite;
+      if (s.logits == LogitsWanted::LastPicked) {  // a greedy pick made where the logits are: it saw the NaN
+        if (poison) ids_[size_t(id)] = kPickNonFinite;
         ++id;
         continue;
       }
@@ -315,7 +315,7 @@ class PoisoningBackend final : public Backend {
     }
     return buf_.data();
   }
-  const int32_t* argmax_ids() const override { return ids_.data(); }
+  const int32_t* picked_ids() const override { return ids_.data(); }
 
  private:
   Backend& inner_;
@@ -382,13 +382,13 @@ TEST_F(Serving, BatchOfDifferentLengthsEqualsEachSequenceAlone) {
     for (size_t p = 0; p < s.size(); p += 16) t.push_back(next_block++);
     tables.push_back(t);
     StepBatch one;
-    one.seqs.push_back({s.data(), int(s.size()), 0, t.data(), int(t.size()), LogitsWanted::All});
+    one.seqs.push_back({s.data(), int(s.size()), 0, t.data(), int(t.size()), LogitsWanted::All, -1, {}});
     const float* l = b->forward(one);
     alone_rows.emplace_back(l, l + int64_t(s.size()) * V);
   }
   StepBatch all;
   for (size_t i = 0; i < seqs.size(); ++i)
-    all.seqs.push_back({seqs[i].data(), int(seqs[i].size()), 0, tables[i].data(), int(tables[i].size()), LogitsWanted::All});
+    all.seqs.push_back({seqs[i].data(), int(seqs[i].size()), 0, tables[i].data(), int(tables[i].size()), LogitsWanted::All, -1, {}});
   const float* l = b->forward(all);
   for (size_t i = 0; i < seqs.size(); ++i) {
     EXPECT_EQ(std::memcmp(l, alone_rows[i].data(), alone_rows[i].size() * 4), 0) << "sequence " << i;
@@ -398,24 +398,24 @@ TEST_F(Serving, BatchOfDifferentLengthsEqualsEachSequenceAlone) {
   empty_seq.seqs[1].n_tokens = 0;
   EXPECT_THROW(b->forward(empty_seq), Error);
 
-  // Rows only picked from (LastArgmax) between rows that come back: the rows
+  // Rows only picked from (LastPicked) between rows that come back: the rows
   // that come back keep their order and bits, and each pick is greedy_id() of
-  // the row the backend did not return, over the first argmax_vocab ids.
-  for (const int argmax_vocab : {0, 1000}) {
+  // the row the backend did not return, over the first pick_vocab ids.
+  for (const int pick_vocab : {0, 1000}) {
     StepBatch mixed = all;
-    mixed.argmax_vocab = argmax_vocab;
-    mixed.seqs[0].logits = LogitsWanted::LastArgmax;
+    mixed.pick_vocab = pick_vocab;
+    mixed.seqs[0].logits = LogitsWanted::LastPicked;
     mixed.seqs[1].logits = LogitsWanted::Last;
-    mixed.seqs[2].logits = LogitsWanted::LastArgmax;
+    mixed.seqs[2].logits = LogitsWanted::LastPicked;
     mixed.seqs[3].logits = LogitsWanted::All;
     const float* m = b->forward(mixed);
-    const int32_t* picks = b->argmax_ids();
+    const int32_t* picks = b->picked_ids();
     auto last_row = [&](size_t i) { return alone_rows[i].data() + (int64_t(seqs[i].size()) - 1) * V; };
-    const int n = argmax_vocab > 0 ? argmax_vocab : int(V);
-    EXPECT_EQ(picks[0], greedy_id(last_row(0), n)) << argmax_vocab;
-    EXPECT_EQ(picks[1], greedy_id(last_row(2), n)) << argmax_vocab;
-    if (argmax_vocab > 0) {
-      EXPECT_LT(picks[0], argmax_vocab);
+    const int n = pick_vocab > 0 ? pick_vocab : int(V);
+    EXPECT_EQ(picks[0], greedy_id(last_row(0), n)) << pick_vocab;
+    EXPECT_EQ(picks[1], greedy_id(last_row(2), n)) << pick_vocab;
+    if (pick_vocab > 0) {
+      EXPECT_LT(picks[0], pick_vocab);
     }
     EXPECT_EQ(std::memcmp(m, last_row(1), size_t(V) * 4), 0) << "the Last row after an argmax row";
     EXPECT_EQ(std::memcmp(m + V, alone_rows[3].data(), alone_rows[3].size() * 4), 0) << "the All rows";
@@ -427,9 +427,9 @@ TEST(GreedyId, LowestIdOfTheLargestFiniteLogit) {
   EXPECT_EQ(greedy_id(std::vector<float>{1, 3, 2, 3}.data(), 4), 1);
   EXPECT_EQ(greedy_id(std::vector<float>{1, 3, 2, 9}.data(), 3), 1);  // only the first n count
   EXPECT_EQ(greedy_id(std::vector<float>{-inf, -2, -inf}.data(), 3), 1);
-  EXPECT_EQ(greedy_id(std::vector<float>{-inf, -inf}.data(), 2), kArgmaxAllMasked);
-  EXPECT_EQ(greedy_id(std::vector<float>{1, std::nanf(""), 5}.data(), 3), kArgmaxNonFinite);
-  EXPECT_EQ(greedy_id(std::vector<float>{1, inf}.data(), 2), kArgmaxNonFinite);
+  EXPECT_EQ(greedy_id(std::vector<float>{-inf, -inf}.data(), 2), kPickAllMasked);
+  EXPECT_EQ(greedy_id(std::vector<float>{1, std::nanf(""), 5}.data(), 3), kPickNonFinite);
+  EXPECT_EQ(greedy_id(std::vector<float>{1, inf}.data(), 2), kPickNonFinite);
 }
 
 // Greedy requests without penalties, grammar or kept logits get their ids from

@@ -1,5 +1,5 @@
 // Steps queued ahead (EngineCore::look_ahead): while every running sequence
-// decodes greedily with the pick made by the backend, the engine queues step
+// decodes with its pick made by the backend, the engine queues step
 // t + 1, fed by step t's picks, before it reads them. What each request
 // receives must not change.
 //
@@ -8,7 +8,9 @@
 //    stop ids, lengths, failed picks, cancellation, preemption, with and
 //    without the prefix cache.
 // 2. The tiny preset on the backend under test (EMBER_TEST_BACKEND, else cpu):
-//    the same requests with and without queueing ahead give the same tokens.
+//    the same requests with and without queueing ahead give the same tokens;
+//    sampled requests picked by the backend (engine/pick.h) give the host
+//    sampler's tokens, with and without queueing ahead.
 #include <gtest/gtest.h>
 
 
@@ -87,7 +89,7 @@ class StepOverlap : public ::testing::Test {
 
 // The pick after `token` at position `pos`; fails (a NaN row) at some (token, position) pairs.
 int32_t chain_pick(int32_t token, int64_t pos) {
-  if (pos % 23 == 0 && token % 4 == 0) return kArgmaxNonFinite;
+  if (pos % 23 == 0 && token % 4 == 0) return kPickNonFinite;
   return int32_t(10 + (uint32_t(token) * 31u + uint32_t(pos) * 17u) % 1000u);
 }
 
@@ -154,12 +156,12 @@ class ChainBackend final : public Backend {
       // The default submit() hands forward() each pick as an ordinary token, in the batch's order.
       if (i < fed_.size() && fed_[i] >= 0 && (s.n_tokens != 1 || s.tokens[0] != fed_[i]))
         throw Error("chain backend: sequence " + std::to_string(i) + " was not fed the pick of the step before");
-      if (s.logits == LogitsWanted::LastArgmax) ids_.push_back(chain_pick(s.tokens[s.n_tokens - 1], s.pos + s.n_tokens - 1));
+      if (s.logits == LogitsWanted::LastPicked) ids_.push_back(chain_pick(s.tokens[s.n_tokens - 1], s.pos + s.n_tokens - 1));
     }
     last_ids_ = ids_;
     return nullptr;
   }
-  const int32_t* argmax_ids() const override { return ids_.data(); }
+  const int32_t* picked_ids() const override { return ids_.data(); }
 
   int64_t fed_by_picks = 0;
 
@@ -270,20 +272,25 @@ std::unique_ptr<Backend> real_backend(int n_blocks) {
   return make_backend(*g_model, kind && *kind ? kind : "cpu", l, kv, 2);
 }
 
+// The requests together on an engine of six slots over `b`; the steps it queued ahead into *ahead.
+std::vector<Answer> run_engine(Backend& b, EngineOptions o, const std::vector<GenerationRequest>& reqs, int64_t* ahead) {
+  o.max_running = 6;
+  Engine e(b, nullptr, o);
+  auto got = run_together(e, reqs);
+  e.check_accounting();
+  if (ahead) *ahead = e.stats().steps_ahead;
+  return got;
+}
+
 TEST_F(StepOverlap, RealModelGivesTheSameTokensWithAndWithoutQueueingAhead) {
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 12; ++i) reqs.push_back(greedy(ids(2 + (i * 29) % 90, 700 + i), 8 + (i * 5) % 25));
   auto b = real_backend(256);
   auto run = [&](const std::vector<GenerationRequest>& rs, bool overlap, bool cache, int64_t* ahead) {
     EngineOptions o;
-    o.max_running = 6;
     o.prefix_cache = cache;
     o.overlap_steps = overlap;
-    Engine e(*b, nullptr, o);
-    auto got = run_together(e, rs);
-    e.check_accounting();
-    if (ahead) *ahead = e.stats().steps_ahead;
-    return got;
+    return run_engine(*b, o, rs, ahead);
   };
   auto ref = run(reqs, false, true, nullptr);
   // Stop ids that the answers reach half way, so some sequences end early by a pick.
@@ -301,6 +308,49 @@ TEST_F(StepOverlap, RealModelGivesTheSameTokensWithAndWithoutQueueingAhead) {
   int stopped = 0;
   for (const Answer& a : ref) stopped += a.reason == FinishReason::Stop;
   EXPECT_GT(stopped, 0);
+}
+
+TEST_F(StepOverlap, RealModelSampledByTheBackendGivesTheHostSamplersTokens) {
+  // Each filter alone and together, a temperature that keeps most of the
+  // vocabulary and one that keeps a few tokens, each request its own seed.
+  struct Filters {
+    float temperature;
+    int top_k;
+    float top_p, min_p;
+  };
+  const Filters filters[] = {{1.0f, 0, 1.0f, 0.0f},   {0.8f, 40, 1.0f, 0.0f}, {0.7f, 0, 0.9f, 0.0f},
+                             {1.2f, 0, 1.0f, 0.05f}, {0.6f, 20, 0.8f, 0.02f}, {3.0f, 0, 0.95f, 0.0f}};
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerationRequest r = greedy(ids(2 + (i * 37) % 80, 900 + i), 12 + (i * 7) % 20);
+    const Filters& f = filters[i % 6];
+    r.sampling.temperature = f.temperature;
+    r.sampling.top_k = f.top_k;
+    r.sampling.top_p = f.top_p;
+    r.sampling.min_p = f.min_p;
+    r.sampling.seed = 4000 + uint64_t(i);
+    reqs.push_back(r);
+  }
+  auto b = real_backend(256);
+  auto run = [&](bool on_backend, bool overlap, int64_t* ahead) {
+    EngineOptions o;
+    o.sample_on_backend = on_backend;
+    o.overlap_steps = overlap;
+    return run_engine(*b, o, reqs, ahead);
+  };
+  int64_t ahead = 0;
+  const auto host = run(false, true, &ahead);
+  EXPECT_EQ(ahead, 0) << "host-sampled steps are never queued ahead";
+  for (const bool overlap : {false, true}) {
+    const auto got = run(true, overlap, &ahead);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].ids, host[i].ids) << "request " << i << (overlap ? ", queued ahead" : "");
+      EXPECT_EQ(got[i].reason, host[i].reason) << "request " << i << ": " << got[i].error;
+    }
+    if (overlap) {
+      EXPECT_GT(ahead, 0);
+    }
+  }
 }
 
 }  // namespace

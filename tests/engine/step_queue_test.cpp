@@ -9,7 +9,7 @@ using namespace ember;
 TEST(StepQueue, TwoStepsAtMostOldestFirst) {
   StepQueue q;
   EXPECT_EQ(q.last(), -1);
-  EXPECT_EQ(q.last_argmax_rows(), 0);
+  EXPECT_EQ(q.last_picked_rows(), 0);
   EXPECT_THROW(q.pop(), Error);
   for (int round = 0; round < 3; ++round) {  // the slots wrap around
     const int a = q.next_slot();
@@ -18,14 +18,14 @@ TEST(StepQueue, TwoStepsAtMostOldestFirst) {
     EXPECT_NE(a, b);
     q.push(b, 0, 3);
     EXPECT_EQ(q.last(), b);
-    EXPECT_EQ(q.last_argmax_rows(), 3);
+    EXPECT_EQ(q.last_picked_rows(), 3);
     EXPECT_THROW(q.next_slot(), Error) << "a third step";
     EXPECT_EQ(q.pop(), a);
     EXPECT_EQ(q.queued(), 1);
     EXPECT_EQ(q.last(), b) << "the step submitted last, still";
     EXPECT_EQ(q.pop(), b);
     EXPECT_THROW(q.pop(), Error);
-    EXPECT_EQ(q.last_argmax_rows(), 3) << "picks stay readable after their step was waited for";
+    EXPECT_EQ(q.last_picked_rows(), 3) << "picks stay readable after their step was waited for";
   }
 }
 

@@ -25,7 +25,7 @@ class CpuBackend final : public Backend {
   const StepLimits& limits() const override { return lim_; }
   const KvConfig& kv_config() const override { return kv_.config(); }
   const float* forward(const StepBatch& batch) override;
-  const int32_t* argmax_ids() const override { return s_.argmax_ids.data(); }
+  const int32_t* picked_ids() const override { return s_.picked_ids.data(); }
   void copy_kv_block(int src, int dst, int n_positions) override;
   void read_kv_block(int block, void* host) override;
   void write_kv_block(int block, const void* host) override;
@@ -40,8 +40,9 @@ class CpuBackend final : public Backend {
     std::vector<uint8_t> act;         // converted activation rows for the matmuls
     std::vector<int32_t> positions;   // per token
     std::vector<int32_t> seq_of;      // per token: index of its sequence
-    std::vector<int32_t> logit_rows;  // token indices whose logits are wanted: rows that come back, then argmax rows
-    std::vector<int32_t> argmax_ids;  // the greedy ids of the argmax rows
+    std::vector<int32_t> logit_rows;  // token indices whose logits are wanted: rows that come back, then picked rows
+    std::vector<int32_t> picked_ids;  // the ids picked from the picked rows (engine/pick.h)
+    PickScratch pick;
     // Mixture of experts.
     std::vector<float> router, route_scores, expert_w, moe_in, moe_gate, moe_up, moe_out;
     std::vector<int32_t> expert_ids, expert_count, expert_offset, expert_tokens;

@@ -64,7 +64,8 @@ CpuBackend::CpuBackend(const Model& model, const StepLimits& limits, const KvCon
   s_.positions.resize(T);
   s_.seq_of.resize(T);
   s_.logit_rows.resize(T);
-  s_.argmax_ids.resize(size_t(opt.max_logit_rows));
+  s_.picked_ids.resize(size_t(opt.max_logit_rows));
+  s_.pick = PickScratch(int(d.vocab));
 
   // Activation conversion buffer: the largest any matrix of a step needs.
   size_t act = cpu::activation_bytes(w.output, opt.max_logit_rows);
@@ -106,8 +107,8 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   const int64_t H = d.hidden;
   check_step_batch(batch, lim_, kv_.config(), d.vocab);
   const int64_t n_tok = batch.total_tokens();
-  // The rows that come back first, then those only picked from (LastArgmax).
-  const int64_t n_back = batch.logit_rows(), n_rows = n_back + batch.argmax_rows();
+  // The rows that come back first, then those only picked from (LastPicked).
+  const int64_t n_back = batch.logit_rows(), n_rows = n_back + batch.picked_rows();
 
   // Per-token bookkeeping.
   int64_t t = 0, r = 0, ra = n_back;
@@ -118,7 +119,7 @@ const float* CpuBackend::forward(const StepBatch& batch) {
       s_.seq_of[size_t(t)] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1))
         s_.logit_rows[size_t(r++)] = int32_t(t);
-      if (s.logits == LogitsWanted::LastArgmax && i == s.n_tokens - 1) s_.logit_rows[size_t(ra++)] = int32_t(t);
+      if (s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) s_.logit_rows[size_t(ra++)] = int32_t(t);
     }
   }
 
@@ -150,9 +151,13 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   matmul(pool_, w.output, s_.xn.data(), n_rows, s_.logits.data(), d.vocab, s_.act.data());
   if (d.final_softcap > 0)
     for (int64_t i = 0; i < n_rows * d.vocab; ++i) s_.logits[size_t(i)] = cpu::softcap(s_.logits[size_t(i)], d.final_softcap);
-  const int argmax_vocab = batch.argmax_vocab > 0 ? batch.argmax_vocab : int(d.vocab);
-  for (int64_t i = n_back; i < n_rows; ++i)
-    s_.argmax_ids[size_t(i - n_back)] = greedy_id(s_.logits.data() + i * d.vocab, argmax_vocab);
+  const int pick_vocab = batch.pick_vocab > 0 ? batch.pick_vocab : int(d.vocab);
+  int64_t i = n_back;
+  for (const SeqStep& s : batch.seqs)
+    if (s.logits == LogitsWanted::LastPicked) {
+      s_.picked_ids[size_t(i - n_back)] = pick_id(s_.logits.data() + i * d.vocab, pick_vocab, s.pick, s_.pick);
+      ++i;
+    }
   return s_.logits.data();
 }
 

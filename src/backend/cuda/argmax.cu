@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* logits, i
   b = warp_best(b);
   const int row_bad = __any_sync(0xffffffffu, in && __ldcg(mine + 3 * lane + 2));
   if (lane == 0) {
-    ids[blockIdx.x] = row_bad ? kArgmaxNonFinite : b.v == -INFINITY ? kArgmaxAllMasked : b.id;
+    ids[blockIdx.x] = row_bad ? kPickNonFinite : b.v == -INFINITY ? kPickAllMasked : b.id;
     mine[3 * kMaxSlices] = 0;  // ready for the next step
   }
 }

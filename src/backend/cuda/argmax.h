@@ -9,7 +9,7 @@ namespace ember::cuda {
 
 // ids[r] = the greedy choice of row r (rows ld floats apart) among its first n
 // logits (n >= 1), exactly as greedy_id() of engine/backend.h decides it: the lowest id
-// holding the largest logit, kArgmaxNonFinite for a NaN or +inf, kArgmaxAllMasked
+// holding the largest logit, kPickNonFinite for a NaN or +inf, kPickAllMasked
 // when all are -inf. scratch: argmax_scratch_bytes(n_rows) bytes, zero before
 // the first call; every call leaves it ready for the next.
 size_t argmax_scratch_bytes(int64_t max_rows);

@@ -24,6 +24,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/sampling.h"
 #include "backend/cuda/step_profile.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -39,11 +40,14 @@ using namespace cuda;
 // threshold (to measure both paths at one size).
 constexpr int64_t kGemmMinTokens = 65;
 
+// A picked row's parameters (sampling.h) in the step metadata.
+constexpr size_t kPickInts = sizeof(DevicePick) / sizeof(int32_t);
+
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
-                     // tokens (T each), flash tiles (2T), then tables
+                     // tokens (T each), flash tiles (2T), picks (8 per logit row), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
   // The metadata, then the chosen experts, the items in expert order and their tiles, then the
@@ -63,7 +67,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
-  s.meta_ints = 8 * T + size_t(s.max_table);
+  s.meta_ints = 8 * T + kPickInts * size_t(lim.max_logit_rows) + size_t(s.max_table);
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -84,7 +88,7 @@ class CudaBackend final : public Backend {
   const StepLimits& limits() const override { return lim_; }
   const KvConfig& kv_config() const override { return kv_; }
   const float* forward(const StepBatch& batch) override;
-  const int32_t* argmax_ids() const override { return waited_ids_; }
+  const int32_t* picked_ids() const override { return waited_ids_; }
   void submit(const StepBatch& batch) override;
   StepOutput wait_step() override;
   void copy_kv_block(int src, int dst, int n_positions) override;
@@ -102,9 +106,10 @@ class CudaBackend final : public Backend {
   // picked from (n_argmax, after them), and the attention splits.
   struct Shape {
     int64_t n_tok = 0, n_rows = 0, n_argmax = 0;
-    int n_splits = 0, argmax_vocab = 0;
-    using Key = std::tuple<int64_t, int64_t, int64_t, int, int>;
-    Key key() const { return {n_tok, n_rows, n_argmax, n_splits, argmax_vocab}; }
+    int n_splits = 0, pick_vocab = 0;
+    bool sampled = false;  // a picked row samples (sample_rows runs after the greedy picks)
+    using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool>;
+    Key key() const { return {n_tok, n_rows, n_argmax, n_splits, pick_vocab, sampled}; }
   };
   Shape upload_step(const StepBatch& batch, int32_t* h);
   // Device half: every kernel of the step, queued on the stream (or captured into a graph).
@@ -162,8 +167,8 @@ class CudaBackend final : public Backend {
   };
   Queued queued_[kMaxQueuedSteps];
   StepQueue queue_;
-  const int32_t* waited_ids_ = nullptr;  // argmax_ids(): the picks of the step waited for last
-  DeviceBuffer device_ids_;  // the greedy ids of LastArgmax rows (a step's picked tokens read them)
+  const int32_t* waited_ids_ = nullptr;  // picked_ids(): the picks of the step waited for last
+  DeviceBuffer device_ids_;  // the picked ids of LastPicked rows (a step's picked tokens read them)
   DeviceBuffer argmax_scratch_;  // the slices' bests per row (argmax.h)
   // Attention of the step being run: sequences with more than kFlashRows tokens
   // in it take flash attention (flash_tiles_ tiles), the other tokens
@@ -179,6 +184,7 @@ class CudaBackend final : public Backend {
       *moe_up_, *moe_out_;
   int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_, *moe_order_,
       *moe_tiles_, *router_done_;
+  DevicePick* picks_;  // each picked row's parameters and draw
   StepIndex ix_;
 };
 
@@ -217,7 +223,9 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   ints_ = DeviceBuffer(sz_.ints() * sizeof(int32_t));
   int32_t* ip = ints_.get<int32_t>();
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
-  split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T; tables_ = ip + 8 * T;
+  split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T;
+  picks_ = reinterpret_cast<DevicePick*>(ip + 8 * T);
+  tables_ = ip + 8 * T + kPickInts * size_t(lim_.max_logit_rows);
   moe_ids_ = ip + sz_.meta_ints;
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
@@ -291,7 +299,7 @@ void CudaBackend::submit(const StepBatch& batch) {
   const ModelDesc& d = model_.desc();
   const int slot = queue_.next_slot();
   check_step_batch(batch, lim_, kv_, d.vocab);
-  check_picked_rows(batch, queue_.last_argmax_rows());
+  check_picked_rows(batch, queue_.last_picked_rows());
   Queued& q = queued_[slot];
   const Shape sh = upload_step(batch, q.ints.get<int32_t>());
   run_step(sh);
@@ -316,7 +324,10 @@ StepOutput CudaBackend::wait_step() {
 CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) {
   const size_t T = size_t(lim_.max_tokens);
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
-  int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_tab = h + 8 * T;
+  int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T;
+  auto* h_picks = reinterpret_cast<DevicePick*>(h + 8 * T);
+  const size_t table_at = 8 * T + kPickInts * size_t(lim_.max_logit_rows);
+  int32_t* h_tab = h + table_at;
   Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
   int n_tiles = 0;
@@ -343,16 +354,20 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
       h_pos[t] = int32_t(s.pos + i);
       h_seq[t] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1)) h_rows[r++] = int32_t(t);
-      if (s.logits == LogitsWanted::LastArgmax && i == s.n_tokens - 1) h_rows[ra++] = int32_t(t);
+      if (s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) {
+        h_picks[ra - n_back] = device_pick(s.pick);
+        sh.sampled |= !s.pick.greedy();
+        h_rows[ra++] = int32_t(t);
+      }
     }
   }
   prof_.mark("upload", stream_);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (8 * T + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (table_at + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   sh.n_splits = attention_split_grid(sh.n_splits);
   sh.n_tok = t;
   sh.n_rows = r;
   sh.n_argmax = ra - n_back;
-  sh.argmax_vocab = batch.argmax_vocab > 0 ? batch.argmax_vocab : model_.desc().vocab;
+  sh.pick_vocab = batch.pick_vocab > 0 ? batch.pick_vocab : model_.desc().vocab;
   flash_tiles_ = n_tiles;
   split_tokens_ = n_split;
   return sh;
@@ -405,8 +420,12 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   product(w_.output, xn_, d.hidden, n_rows, logits_, d.vocab, xq);
   if (d.final_softcap > 0) softcap(logits_, n_rows * d.vocab, d.final_softcap, stream_);
   prof_.mark("argmax", stream_);
-  argmax_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.argmax_vocab, device_ids_.get<int32_t>(),
+  argmax_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.pick_vocab, device_ids_.get<int32_t>(),
               argmax_scratch_.get<int32_t>(), stream_);
+  if (sh.sampled) {
+    prof_.mark("sampling", stream_);
+    sample_rows(logits_ + sh.n_rows * d.vocab, d.vocab, sh.n_argmax, sh.pick_vocab, picks_, device_ids_.get<int32_t>(), stream_);
+  }
   prof_.mark("logits to host", stream_);
 }
 

@@ -83,7 +83,7 @@ void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, co
 
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 // ids[t] < 0 stands for picked[-1 - ids[t]] (a token the step before picked on
-// the device); a pick outside W's rows (kArgmaxNonFinite, ...) reads row 0.
+// the device); a pick outside W's rows (kPickNonFinite, ...) reads row 0.
 void gather_rows(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids, const int32_t* picked, int64_t n,
                  float scale, float* Y, cudaStream_t s);
 
