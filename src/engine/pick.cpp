@@ -49,6 +49,7 @@ int32_t pick_id(const float* logits, int n, const Pick& p, PickScratch& scratch)
     sum += e.w;
   }
   std::erase_if(c, [&](const auto& e) { return !(e.w > kMinWeight) || e.w < p.min_p; });
+  if (c.empty()) return kPickAllMasked;  // not expected: the largest weighs 1 and min_p <= 1
   if (p.top_p < 1.0f) {
     // The shortest prefix in candidate order reaching top_p * sum. Usually a
     // few dozen tokens: sort a head of the candidates, widening it only when it

@@ -6,7 +6,8 @@
 //
 // The rules, for the first n logits of a row:
 //  - a NaN or +inf logit: kPickNonFinite; every logit -inf: kPickAllMasked;
-//  - temperature 0: the lowest id holding the largest logit (greedy_id);
+//  - temperature 0 (or below kMinTemperature, whose inverse would overflow):
+//    the lowest id holding the largest logit (greedy_id);
 //  - otherwise the candidates are the finite logits in the order (logit
 //    descending, id ascending); top-k keeps the first k of them; each has the
 //    weight w = exp((logit - max) * (1 / temperature)) (floats; a weight at or
@@ -28,13 +29,15 @@
 
 namespace ember {
 
+constexpr float kMinTemperature = 1e-30f;
+
 struct Pick {
-  float temperature = 0.0f;  // 0: greedy
+  float temperature = 0.0f;  // below kMinTemperature: greedy
   int top_k = 0;             // 0: off
   float top_p = 1.0f;        // 1: off
   float min_p = 0.0f;        // 0: off
   double draw = 0.0;         // uniform in [0, 1)
-  bool greedy() const { return temperature <= 0.0f; }
+  bool greedy() const { return !(temperature >= kMinTemperature); }
 };
 
 constexpr int32_t kPickNonFinite = -1, kPickAllMasked = -2;

@@ -49,15 +49,13 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> recent) {
     }
   }
 
-  if (p_.temperature <= 0.0f) {
-    return int32_t(std::max_element(work_.begin(), work_.begin() + valid_vocab_) - work_.begin());
-  }
+  Pick pk = pick();
+  if (pk.greedy()) return int32_t(std::max_element(work_.begin(), work_.begin() + valid_vocab_) - work_.begin());
   // A repetition penalty near 0 divides a positive logit into +inf: no softmax is defined then.
   if (penalises())
     for (int32_t id : recent)
       if (id >= 0 && id < valid_vocab_ && work_[size_t(id)] == INFINITY)
         throw BadLogits("a penalty pushed token " + std::to_string(id) + "'s logit out of range");
-  Pick pk = pick();
   pk.draw = draw();
   const int32_t id = pick_id(work_.data(), valid_vocab_, pk, scratch_);
   if (id == kPickAllMasked) throw BadLogits("every logit is -inf after penalties: no token can be sampled");

@@ -25,7 +25,7 @@
 namespace ember {
 
 struct SamplingParams {
-  float temperature = 0.0f;         // 0: greedy (argmax)
+  float temperature = 0.0f;         // 0: greedy (argmax); so is anything below kMinTemperature (engine/pick.h)
   int top_k = 0;                    // 0: off
   float top_p = 1.0f;               // 1: off
   float min_p = 0.0f;               // 0: off; drop tokens with p < min_p * p_max
@@ -58,7 +58,7 @@ class Sampler {
     return p_.repetition_penalty != 1.0f || p_.presence_penalty != 0.0f || p_.frequency_penalty != 0.0f;
   }
   // The pick is the plain argmax of the logits (greedy, no penalty): what greedy_id() of engine/backend.h gives.
-  bool plain_greedy() const { return p_.temperature <= 0.0f && !penalises(); }
+  bool plain_greedy() const { return pick().greedy() && !penalises(); }
   int valid_vocab() const { return valid_vocab_; }
   // The pick rules of these parameters (engine/pick.h), without a draw.
   Pick pick() const;

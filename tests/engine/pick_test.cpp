@@ -132,6 +132,20 @@ TEST(Pick, FiltersDecideWhatCanBeDrawn) {
   EXPECT_EQ(pick_id(l.data(), 4, p, scratch), 3);
 }
 
+TEST(Pick, TemperaturesTooSmallToInvertPickGreedily) {
+  // 1 / 5e-40 overflows: weighed by it, the largest logit would get 0 * inf = NaN and nothing would be kept.
+  const std::vector<float> l = {0.5f, 2.0f, 1.0f, 2.0f};
+  PickScratch scratch(4);
+  for (const float t : {5e-40f, 1e-35f, 0.0f}) {
+    const Pick p{t, 0, 0.9f, 0.1f, 0.7};
+    EXPECT_TRUE(p.greedy()) << t;
+    EXPECT_EQ(pick_id(l.data(), 4, p, scratch), 1) << t;
+  }
+  EXPECT_FALSE((Pick{1e-30f, 0, 1.0f, 0.0f, 0.0}).greedy());
+  EXPECT_EQ(pick_id(l.data(), 4, Pick{1e-30f, 0, 1.0f, 0.0f, 0.99}, scratch), 3) << "the two largest share the draw";
+  EXPECT_EQ(pick_id(l.data(), 4, Pick{1e-30f, 0, 1.0f, 0.0f, 0.99}, scratch), reference_pick(l, Pick{1e-30f, 0, 1.0f, 0.0f, 0.99}));
+}
+
 TEST(Pick, BadRowsGiveTheirCodes) {
   PickScratch scratch(3);
   const Pick p{1.0f, 0, 1.0f, 0.0f, 0.5};

@@ -28,7 +28,7 @@ namespace ember::cuda {
 
 DevicePick device_pick(const Pick& p) {
   DevicePick d;
-  d.temperature = p.temperature;
+  d.temperature = p.greedy() ? 0.0f : p.temperature;  // the kernel leaves greedy rows to argmax_rows
   d.top_k = p.top_k;
   d.top_p = p.top_p;
   d.min_p = p.min_p;
