@@ -304,7 +304,7 @@ class PoisoningBackend final : public Backend {
     int64_t row = 0, id = 0;
     for (const SeqStep& s : batch.seqs) {
       const bool poison = s.pos == 0 && s.tokens[0] == marker_;
-      if (s.logits == LogitsWanted::LastPicked) {  // a greedy pick made where the logits are: it saw the NaN
+      if (s.logits == LogitsWanted::LastPicked) {  // a pick made where the logits are: it saw the NaN
         if (poison) ids_[size_t(id)] = kPickNonFinite;
         ++id;
         continue;
@@ -332,8 +332,10 @@ TEST_F(Serving, BadLogitsEndOnlyTheirSequence) {
   auto good = ids(30, 8);
   auto bad = good;
   bad[0] = 4242;
-  // Greedy requests take the backend's argmax (no logit row comes back); sampled ones the host sampler.
-  for (const float temperature : {0.0f, 0.7f}) {
+  // Greedy and sampled requests picked by the backend (no logit row comes back), then sampled ones
+  // picked by the host sampler from the rows sent back.
+  for (const auto& [temperature, on_backend] : {std::pair{0.0f, true}, std::pair{0.7f, true}, std::pair{0.7f, false}}) {
+    o.sample_on_backend = on_backend;
     Engine e(b, nullptr, o);  // a fresh cache each time, so the poisoned prompt is computed again
     std::vector<GenerationRequest> reqs = {request(good, 8), request(bad, 8), request(ids(12, 9), 8)};
     for (auto& r : reqs) {
@@ -341,7 +343,7 @@ TEST_F(Serving, BadLogitsEndOnlyTheirSequence) {
       r.keep_logits = false;  // else greedy requests would be sampled on the host too
     }
     const auto got = together(e, reqs);
-    EXPECT_EQ(got[1].reason, FinishReason::Error) << temperature;
+    EXPECT_EQ(got[1].reason, FinishReason::Error) << temperature << (on_backend ? " on the backend" : " on the host");
     EXPECT_NE(got[1].error.find("NaN"), std::string::npos) << got[1].error;
     const auto ref = alone({reqs[0], reqs[2]});
     expect_same(got[0], ref[0], "the sequence beside the poisoned one");
@@ -444,7 +446,7 @@ TEST_F(Serving, BackendGreedyPicksEqualTheHostSampler) {
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 6; ++i) {
     reqs.push_back(request(ids(10 + 7 * i, 30 + i), 12, i % 3 == 2 ? 0.8f : 0.f, uint64_t(i)));
-    reqs.back().keep_logits = i % 3 == 1;  // 0, 3: backend argmax; 1, 4: host greedy; 2, 5: sampled
+    reqs.back().keep_logits = i % 3 == 1;  // 0, 3: backend argmax; 1, 4: host greedy; 2, 5: sampled by the backend
   }
   const auto got = together(e, reqs);
   for (int i = 0; i < 6; i += 3) {
