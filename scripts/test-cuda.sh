@@ -30,7 +30,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts; do
+  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
 fi
@@ -60,7 +60,7 @@ if [[ $skip != *" sanitizer "* ]]; then
   echo "== compute-sanitizer"
   step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_kernels_test"
   step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*Gemv*:*Int8Products*:*Grouped*'
-  step racecheck_sampling compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*SamplingRadix*'
+  step racecheck_sampling compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_kernels_test" --gtest_filter='*SamplingUnderRacecheck*'
   step memcheck_attention compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_attention_test"
   step racecheck_attention compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/cuda_attention_test" --gtest_filter='*Flash*'
   step memcheck_model compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/cuda_model_test" --gtest_filter='*Tiny*'
@@ -96,6 +96,8 @@ PY
   step kernel-bench "$bin/ember_bench_cuda_kernels" --tokens 1,2,4,8,16,32,64
   # The one-token Q4_K product over the file layout and the device's (device_layout.h).
   [ -x "$bin/ember_bench_q4k_layouts" ] && step q4k-layouts "$bin/ember_bench_q4k_layouts"
+  # The greedy and sampled picks of logit rows alone (what a sampled step pays over a greedy one).
+  [ -x "$bin/ember_bench_cuda_picks" ] && step picks "$bin/ember_bench_cuda_picks" --rows 1,16
   tokdir=$(mktemp -d)
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
   for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do

@@ -24,37 +24,12 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/iq_tables_device.h"
 #include "bench_util.h"
+#include "event_timer.h"
 #include "quant/quant.h"
 
 using namespace ember;
 using namespace ember::cuda;
 
-namespace {
-
-// Median milliseconds per call of f(i), timed over runs of `per_run` consecutive calls.
-template <class F>
-double median_ms(int runs, int per_run, F&& f) {
-  cudaEvent_t a, b;
-  EMBER_CUDA_CHECK(cudaEventCreate(&a));
-  EMBER_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<float> ms;
-  int call = 0;
-  for (int i = 0; i < 2 * per_run; ++i) f(call++);
-  for (int r = 0; r < runs; ++r) {
-    EMBER_CUDA_CHECK(cudaEventRecord(a));
-    for (int i = 0; i < per_run; ++i) f(call++);
-    EMBER_CUDA_CHECK(cudaEventRecord(b));
-    EMBER_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    EMBER_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t / float(per_run));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return bench::median(ms);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int64_t rows = 14336, k = 4096;
@@ -72,7 +47,7 @@ int main(int argc, char** argv) {
     const size_t copy_bytes = size_t(1) << 30;
     DeviceBuffer c0(copy_bytes), c1(copy_bytes);
     EMBER_CUDA_CHECK(cudaMemset(c0.get(), 1, copy_bytes));
-    const double copy_ms = median_ms(20, 1, [&](int) {
+    const double copy_ms = bench::median_call_ms(20, 1, [&](int) {
       EMBER_CUDA_CHECK(cudaMemcpyAsync(c1.get(), c0.get(), copy_bytes, cudaMemcpyDeviceToDevice));
     });
     const double copy_gbs = 2.0 * double(copy_bytes) / (copy_ms * 1e-3) / 1e9;
@@ -122,7 +97,7 @@ int main(int argc, char** argv) {
         if (int8 && !has_int8_product(type)) continue;
         std::printf("| %s%s | %.1f |", type_name(type), int8 ? " int8" : "", double(bytes) / 1e6);
         for (int n : ns) {
-          const double ms = median_ms(30, 16, [&](int i) {
+          const double ms = bench::median_call_ms(30, 16, [&](int i) {
             DeviceMatrix m{type, copies[size_t(i) % n_copies].get<uint8_t>(), k, rows, stride, 0};
             if (int8) {
               const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);

@@ -840,44 +840,75 @@ TEST_F(CudaKernels, SamplingIsTheHostsPick) {
   EXPECT_LE(differ, checked / 500) << differ << " of " << checked << " sampled picks differ from the host's";
 }
 
-// Rows whose end of the kept prefix falls in a bin of more candidates than
-// shared memory sorts (12,000 equal logits): the radix select over the row
-// and the walk among equal logits. Small enough for racecheck.
-TEST_F(CudaKernels, SamplingRadixPathMatchesTheHost) {
-  std::mt19937 rng(5);
-  const int n = 20'000;
-  std::normal_distribution<float> low(-3.0f, 1.0f);
-  std::vector<float> tied(static_cast<size_t>(n)), spread(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) tied[size_t(i)] = i % 5 < 3 ? 1.0f : low(rng);
-  for (auto& v : spread) v = low(rng);
-  std::vector<float> flat = tied;
-  flat.insert(flat.end(), spread.begin(), spread.end());
-  DeviceBuffer d_l = upload(flat), d_ids(8), d_picks(2 * sizeof(DevicePick));
+// Samples each of `rows` (n logits each) on the GPU with every filter and
+// draw, against pick_id's choice; returns how many picks differ (printed).
+int sampled_picks_differ(const std::vector<std::vector<float>>& rows, int n, const std::vector<Pick>& filters,
+                         const std::vector<double>& draws, const char* what) {
+  std::vector<float> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  DeviceBuffer d_l = upload(flat), d_ids(rows.size() * 4), d_picks(rows.size() * sizeof(DevicePick));
   PickScratch scratch(n);
-  const Pick filters[] = {{1.0f, 0, 0.5f, 0.0f}, {1.0f, 5000, 1.0f, 0.0f}, {0.9f, 11000, 0.7f, 0.0f}, {1.0f, 0, 1.0f, 0.0f}};
-  int checked = 0, differ = 0;
+  int differ = 0;
   for (const Pick& f : filters)
-    for (const double draw : {0.0, 0.3, 0.61, 0.999}) {
+    for (const double draw : draws) {
       Pick p = f;
       p.draw = draw;
-      const DevicePick picks[2] = {device_pick(p), device_pick(p)};
-      EMBER_CUDA_CHECK(cudaMemcpy(d_picks.get(), picks, sizeof picks, cudaMemcpyHostToDevice));
+      const std::vector<DevicePick> picks(rows.size(), device_pick(p));
+      EMBER_CUDA_CHECK(cudaMemcpy(d_picks.get(), picks.data(), d_picks.bytes(), cudaMemcpyHostToDevice));
       EMBER_CUDA_CHECK(cudaMemset(d_ids.get(), 0x7F, d_ids.bytes()));
-      sample_rows(d_l.get<float>(), n, 2, n, d_picks.get<DevicePick>(), d_ids.get<int32_t>(), nullptr);
+      sample_rows(d_l.get<float>(), n, int64_t(rows.size()), n, d_picks.get<DevicePick>(), d_ids.get<int32_t>(), nullptr);
       EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto ids = download<int32_t>(d_ids, 2);
-      for (int row = 0; row < 2; ++row) {
-        const int32_t want = pick_id((row == 0 ? tied : spread).data(), n, p, scratch);
-        ++checked;
-        if (ids[size_t(row)] != want) {
+      const auto ids = download<int32_t>(d_ids, rows.size());
+      for (size_t row = 0; row < rows.size(); ++row) {
+        const int32_t want = pick_id(rows[row].data(), n, p, scratch);
+        if (ids[row] != want) {
           ++differ;
-          std::printf("radix path: row %d top-k %d top-p %g draw %g: GPU %d, host %d\n", row, p.top_k, double(p.top_p), draw,
-                      ids[size_t(row)], want);
+          std::printf("%s: n %d row %zu top-k %d top-p %g draw %g: GPU %d, host %d\n", what, n, row, p.top_k, double(p.top_p), draw,
+                      ids[row], want);
         }
       }
     }
-  EXPECT_EQ(checked, 32);
-  EXPECT_LE(differ, 1);
+  return differ;
+}
+
+// The longest rows: 262,144 logits (Gemma's vocabulary: eight blocks, each
+// keeping as much of the row as it can), one more (clusters of sixteen) and
+// the largest sample_rows takes; model-like and flat rows.
+TEST_F(CudaKernels, SamplingOfTheLongestRows) {
+  std::mt19937 rng(17);
+  const std::vector<Pick> filters = {{0.7f, 0, 0.9f, 0.0f}, {0.8f, 40, 0.95f, 0.05f}, {1.0f, 0, 1.0f, 0.0f}};
+  for (const int n : {262'144, 262'145, kMaxSampledVocab}) {
+    std::normal_distribution<float> wide(0.0f, 3.0f), narrow(0.0f, 0.05f);
+    std::vector<std::vector<float>> rows(2, std::vector<float>(static_cast<size_t>(n)));
+    for (auto& v : rows[0]) v = wide(rng);
+    for (int j = 0; j < 5; ++j) rows[0][size_t(rng() % unsigned(n))] = 18.0f + float(j);
+    for (auto& v : rows[1]) v = narrow(rng);
+    EXPECT_LE(sampled_picks_differ(rows, n, filters, {0.0, 0.37, std::nextafter(1.0, 0.0)}, "long row"), 1) << "of 18 picks, n " << n;
+  }
+}
+
+// Rows whose end of the kept prefix falls among many equal logits (3,000 of
+// 5,000): the radix select down to one key, and the walk among equal logits;
+// beside them a row without ties.
+std::vector<std::vector<float>> radix_rows() {
+  std::mt19937 rng(5);
+  const int n = 5'000;
+  std::normal_distribution<float> low(-3.0f, 1.0f);
+  std::vector<std::vector<float>> rows(2, std::vector<float>(static_cast<size_t>(n)));
+  for (int i = 0; i < n; ++i) rows[0][size_t(i)] = i % 5 < 3 ? 1.0f : low(rng);
+  for (auto& v : rows[1]) v = low(rng);
+  return rows;
+}
+
+TEST_F(CudaKernels, SamplingRadixPathMatchesTheHost) {
+  const std::vector<Pick> filters = {{1.0f, 0, 0.5f, 0.0f}, {1.0f, 1250, 1.0f, 0.0f}, {0.9f, 2750, 0.7f, 0.0f}, {1.0f, 0, 1.0f, 0.0f}};
+  EXPECT_LE(sampled_picks_differ(radix_rows(), 5'000, filters, {0.0, 0.3, 0.61, 0.999}, "radix path"), 1) << "of 32 picks";
+}
+
+// Two of those picks (top-k and top-p ending among ties), for racecheck: the
+// cluster's blocks read each other's shared memory at every step.
+TEST_F(CudaKernels, SamplingUnderRacecheck) {
+  EXPECT_EQ(sampled_picks_differ(radix_rows(), 5'000, {{0.9f, 2750, 0.7f, 0.0f}}, {0.61}, "racecheck rows"), 0);
 }
 
 }  // namespace

@@ -40,19 +40,36 @@ __device__ __forceinline__ void begin_kernel() {
 // Whether launches overlap (EMBER_CUDA_PDL, read once).
 bool overlapped_launches();
 
+// Launches kernel on s; with cluster > 1 its blocks run in thread block
+// clusters of that many (Hopper), which share their shared memory.
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, unsigned cluster, cudaStream_t s,
+                      Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n_attr = 0;
+  if (overlapped_launches()) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster > 1) {
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = cluster;
+    attr[n_attr].val.clusterDim.y = 1;
+    attr[n_attr++].val.clusterDim.z = 1;
+  }
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
   cfg.attrs = attr;
-  cfg.numAttrs = overlapped_launches() ? 1 : 0;
+  cfg.numAttrs = n_attr;
   EMBER_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  launch_clustered(kernel, grid, block, smem, 1, s, std::forward<Args>(args)...);
 }
 
 }  // namespace ember::cuda
