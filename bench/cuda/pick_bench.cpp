@@ -3,9 +3,7 @@
 //
 //   ember_bench_cuda_picks [--vocab 151936] [--rows 1,16] [--kinds peaked,flat] [--settings 0,1,2,3]
 //
-// Rows of two kinds: "peaked", as a trained model gives them (a few strong
-// logits over a wide spread), and "flat" (σ 0.05: what a model of random
-// weights gives, where top-p keeps most of the vocabulary, the hard case).
+// Rows of two kinds, peaked and flat (bench/pick_rows.h).
 // For each setting the median microseconds per call over 30 runs of 16 calls
 // after warm-up (events around each run), and the extra over the greedy pick
 // of the same rows: what a sampled step pays for its pick.
@@ -23,19 +21,11 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/sampling.h"
 #include "bench_util.h"
+#include "pick_rows.h"
 #include "event_timer.h"
 
 using namespace ember;
 using namespace ember::cuda;
-
-namespace {
-
-struct Setting {
-  const char* name;
-  Pick pick;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int vocab = 151'936;
@@ -52,12 +42,8 @@ int main(int argc, char** argv) {
     auto is_chosen = [&](size_t i) { return std::find(chosen.begin(), chosen.end(), int(i)) != chosen.end(); };
     int64_t max_rows = 1;
     for (int r : row_counts) max_rows = std::max<int64_t>(max_rows, r);
-    const Setting settings[] = {{"temperature 0.7", {0.7f, 0, 1.0f, 0.0f}},
-                                {"top-p 0.9", {0.7f, 0, 0.9f, 0.0f}},
-                                {"top-k 40, top-p 0.95, min-p 0.05", {0.8f, 40, 0.95f, 0.05f}},
-                                {"min-p 0.1", {1.0f, 0, 1.0f, 0.1f}}};
+    const auto& settings = bench::kPickSettings;
     std::mt19937 rng(3);
-    std::normal_distribution<float> wide(0.0f, 3.0f), narrow(0.0f, 0.05f);
     std::uniform_real_distribution<double> u(0.0, 1.0);
     std::printf("vocabulary %d; microseconds per call (median), and the extra over the greedy pick\n\n", vocab);
     std::printf("| rows | kind | greedy |");
@@ -69,12 +55,7 @@ int main(int argc, char** argv) {
     for (const bool peaked : {true, false}) {
       if (kinds.find(peaked ? "peaked" : "flat") == std::string::npos) continue;
       std::vector<float> logits(size_t(max_rows) * size_t(vocab));
-      for (int64_t r = 0; r < max_rows; ++r) {
-        float* row = logits.data() + size_t(r) * size_t(vocab);
-        for (int i = 0; i < vocab; ++i) row[i] = peaked ? wide(rng) : narrow(rng);
-        if (peaked)
-          for (int j = 0; j < 8; ++j) row[rng() % unsigned(vocab)] = 14.0f + float(j);
-      }
+      for (int64_t r = 0; r < max_rows; ++r) bench::fill_pick_row(logits.data() + size_t(r) * size_t(vocab), vocab, peaked, rng);
       DeviceBuffer d_l(logits.size() * 4), d_ids(size_t(max_rows) * 4), d_picks(size_t(max_rows) * sizeof(DevicePick)),
           d_scratch(argmax_scratch_bytes(max_rows));
       EMBER_CUDA_CHECK(cudaMemcpy(d_l.get(), logits.data(), d_l.bytes(), cudaMemcpyHostToDevice));
@@ -86,7 +67,7 @@ int main(int argc, char** argv) {
         std::printf("| %d | %s | %.1f |", rows, peaked ? "peaked" : "flat", greedy);
         for (size_t si = 0; si < std::size(settings); ++si) {
           if (!is_chosen(si)) continue;
-          const Setting& s = settings[si];
+          const bench::PickSetting& s = settings[si];
           std::vector<DevicePick> picks;
           for (int64_t r = 0; r < rows; ++r) {
             Pick p = s.pick;

@@ -50,20 +50,29 @@ int32_t greedy_id(const float* logits, int n);
 // Working memory of pick_id, sized for a vocabulary once so that picking allocates nothing.
 class PickScratch {
  public:
-  explicit PickScratch(int vocab = 0) {
+  explicit PickScratch(int vocab = 0) : key_hist_(size_t(1) << (32 - kKeyShift)), bin_mass_(kBins) {
     cand_.reserve(size_t(vocab));
     by_id_.reserve(size_t(vocab));
+    tile_mass_.reserve(size_t(vocab) / kTile + 1);
   }
 
- private:
-  friend int32_t pick_id(const float*, int, const Pick&, PickScratch&);
   struct Cand {
     float logit;
     int32_t id;
     float w;
   };
-  std::vector<Cand> cand_;
-  std::vector<float> by_id_;  // kept weights by id, for the draw over a large kept set
+  static constexpr int kKeyShift = 20;          // top-k's histogram: the 12 leading bits of a logit's order key
+  static constexpr int kBins = 8192;            // top-p's bins of d = (max - logit) / temperature ...
+  static constexpr float kBinsPerUnit = 256.0f;  // ... 1/256 wide (d >= 32 in the last)
+  static constexpr int kTile = 256;             // the draw's tiles of ids
+
+ private:
+  friend int32_t pick_id(const float*, int, const Pick&, PickScratch&);
+  std::vector<Cand> cand_;            // the candidates of one bin
+  std::vector<float> by_id_;          // weights by id
+  std::vector<uint32_t> key_hist_;
+  std::vector<double> bin_mass_;
+  std::vector<double> tile_mass_;
 };
 
 // The pick of the rules above among the first n logits, or kPickNonFinite / kPickAllMasked.
