@@ -36,6 +36,9 @@ uint32_t order_key(float l) {
 // Candidate order: logit descending, id ascending.
 bool before(const PickScratch::Cand& a, const PickScratch::Cand& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
 
+// Whether candidate (l, i) is in the prefix of the order that ends with `end`.
+bool up_to(float l, int i, const PickScratch::Cand& end) { return l > end.logit || (l == end.logit && i <= end.id); }
+
 }  // namespace
 
 // Each filter finds where the kept prefix of the candidate order ends without
@@ -76,7 +79,6 @@ int32_t pick_id(const float* logits, int n, const Pick& p, PickScratch& scratch)
     std::nth_element(c.begin(), kth, c.end(), before);
     k_end = *kth;
   }
-  auto in_top_k = [&](float l, int i) { return l > k_end.logit || (l == k_end.logit && i <= k_end.id); };
 
   // The weights by id (0: not a candidate, or dropped by kMinWeight or min-p), and their sum over the
   // top-k candidates (four running sums, so the additions do not wait on each other).
@@ -85,7 +87,7 @@ int32_t pick_id(const float* logits, int n, const Pick& p, PickScratch& scratch)
   const float inv_t = 1.0f / p.temperature;
   auto weigh = [&](int i, double& acc) {
     const float l = logits[i];
-    if (l == -INFINITY || !in_top_k(l, i)) return;
+    if (l == -INFINITY || !up_to(l, i, k_end)) return;
     const float wi = std::exp((l - mx) * inv_t);
     acc += wi;
     // Masked, not branched on: which side a weight falls is a coin toss on many rows.
@@ -131,8 +133,7 @@ int32_t pick_id(const float* logits, int n, const Pick& p, PickScratch& scratch)
 
   // The draw, over the kept candidates in id order (the others weigh 0 here, without a branch).
   auto kept_weight = [&](int i) {
-    const float l = logits[i];
-    return l > p_end.logit || (l == p_end.logit && i <= p_end.id) ? w[size_t(i)] : 0.0f;
+    return up_to(logits[i], i, p_end) ? w[size_t(i)] : 0.0f;
   };
   // Sums per tile of 256 ids, then the tile where x falls, then the id, walking on past the tile
   // if rounding left x at or above its sum.

@@ -437,8 +437,8 @@ __device__ int walk(const Row& r, Weight weight, double x_or_share, bool use_dra
 // mostly): each block gathers its members, every block copies the cluster's
 // and ranks them in candidate order, then scans them; every block the same
 // answer. One pass over the slices instead of a radix select's three or four.
-template <class Member_>
-__device__ Prefix select_few(const Row& r, Member_ member, bool by_mass, u64 need, Prefix within, u64* taken_mass,
+template <class IsMember>
+__device__ Prefix select_few(const Row& r, IsMember member, bool by_mass, u64 need, Prefix within, u64* taken_mass,
                              const cg::cluster_group& cl, Shared& sh) {
   if (threadIdx.x == 0) sh.n_few = 0;
   __syncthreads();
@@ -716,10 +716,11 @@ void sample_rows(const float* logits, int64_t ld, int64_t n_rows, int n, const D
   static const std::array<int, 2> fits = [] {
     EMBER_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSliceCap * sizeof(float))));
     EMBER_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    return std::array<int, 2>{active_clusters(8), active_clusters(kMaxCluster)};
+    return std::array<int, 2>{active_clusters(kMinCluster), active_clusters(kMaxCluster)};
   }();
-  const unsigned cluster = n <= 8 * kSliceCap ? 8 : kMaxCluster;
-  if (fits[cluster == 8 ? 0 : 1] == 0)
+  const bool small = n <= kMinCluster * kSliceCap;
+  const unsigned cluster = small ? kMinCluster : kMaxCluster;
+  if (fits[small ? 0 : 1] == 0)
     throw Error("CUDA backend: this device cannot run clusters of " + std::to_string(cluster) + " blocks, which sampling rows of " +
                 std::to_string(n) + " logits takes");
   const int per = (n + int(cluster) - 1) / int(cluster), slice = (per + kTile - 1) / kTile * kTile;
