@@ -1,12 +1,14 @@
-// The two attention kernels against a float64 reference over the same paged KV
-// blocks: a prefix already cached plus a long chunk, a short prompt, and a
-// decoding token in one step; blocks in a shuffled order, outputs poisoned,
-// grouped-query heads, head dims that are and are not multiples of the tiles,
-// a sliding window and soft-capping. Keys and values are random 16-bit
-// numbers; the reference reads exactly those.
+// The attention kernels against a float64 reference over the same paged KV
+// blocks: a prefix already cached plus a long chunk, a short prompt, a
+// decoding token of a short and one of a long context in one step; blocks in
+// a shuffled order, outputs poisoned, grouped-query heads, head dims that are
+// and are not multiples of the tiles, a sliding window and soft-capping. Keys
+// and values are random 16-bit numbers; the reference reads exactly those.
+// attention() sends the short contexts to the cluster kernel where the head
+// layout fits it (cluster_attention_fits) and the rest to the split kernel.
 //
 // Bounds, ||out - ref|| / ||ref||:
-// - split kernel (attention): 1e-5, float sums over the same numbers in another order;
+// - attention() (cluster and split kernels): 1e-5, float sums over the same numbers in another order;
 // - flash kernel: 4e-3 with F16, 2.5e-2 with BF16. It rounds the queries and the
 //   probabilities to the KV type (2^-11 and 2^-8 relative per element), the
 //   rest is float.
@@ -68,16 +70,18 @@ struct Case {
 };
 
 constexpr int kBlock = 16;
-const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}};
+// Sequence 2 decodes a token at position 200 (the cluster kernel's where the
+// layout fits), sequence 4 two at 300 and 301 (past kClusterContext: split).
+const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}, {300, 2}};
 
 // One step of several sequences over a shuffled KV pool, with the reference.
 struct Step {
   Case c;
   int kv_dim, n_tok = 0;
-  std::vector<int32_t> pos, seq, table_off, tables, flash_tiles;
+  std::vector<int32_t> pos, seq, table_off, tables, flash_tiles, seq_start;
   std::vector<float> q, kval, vval;  // kval/vval: per sequence, per position, kv_dim values as stored
   std::vector<int> seq_kv_off;       // where each sequence's positions start in kval/vval
-  DeviceBuffer d_pos, d_seq, d_off, d_tab, d_tiles, d_q, d_kv, d_out, d_part;
+  DeviceBuffer d_pos, d_seq, d_off, d_tab, d_start, d_tiles, d_q, d_kv, d_out, d_part;
   KvLayer kv;
   StepIndex ix;
   int n_splits = 0;
@@ -97,6 +101,7 @@ struct Step {
       const Seq& s = kSeqs[si];
       const int len = s.cached + s.n_new, nb = (len + kBlock - 1) / kBlock;
       table_off.push_back(int32_t(tables.size()));
+      seq_start.push_back(s.cached);
       for (int b = 0; b < nb; ++b) tables.push_back(perm[size_t(next++)]);
       seq_kv_off.push_back(int(kval.size() / size_t(kv_dim)));
       for (int p = 0; p < len; ++p)
@@ -120,12 +125,12 @@ struct Step {
     }
     q.resize(size_t(n_tok) * size_t(c.n_heads * c.head_dim));
     for (float& x : q) x = nd(rng);
-    d_pos = upload(pos); d_seq = upload(seq); d_off = upload(table_off); d_tab = upload(tables);
+    d_pos = upload(pos); d_seq = upload(seq); d_off = upload(table_off); d_tab = upload(tables); d_start = upload(seq_start);
     d_tiles = upload(flash_tiles); d_q = upload(q); d_kv = upload(pool);
     d_out = DeviceBuffer(q.size() * sizeof(float));
     d_part = DeviceBuffer(size_t(kAttentionTokens) * size_t(c.n_heads) * size_t(n_splits) * size_t(c.head_dim + 2) * 4);
     kv = {d_kv.get(), c.type, kBlock, kv_dim, int64_t(half)};
-    ix = {d_pos.get<int32_t>(), d_seq.get<int32_t>(), d_off.get<int32_t>(), d_tab.get<int32_t>()};
+    ix = {d_pos.get<int32_t>(), d_seq.get<int32_t>(), d_off.get<int32_t>(), d_tab.get<int32_t>(), d_start.get<int32_t>()};
   }
 
   AttnArgs args() const {
@@ -219,6 +224,9 @@ std::vector<Case> cases() {
     v.push_back({t, 80, 6, 2});  // head_dim padded to the 128 kernel
     v.push_back({t, 256, 4, 1});
     v.push_back({t, 16, 8, 2});  // many heads per merge block
+    v.push_back({t, 64, 16, 4});   // the cluster kernel: one int8 block per group
+    v.push_back({t, 128, 32, 4});  // eight query heads per key/value head
+    v.push_back({t, 128, 32, 1});  // 32 (a block of 1,024 threads; 16 int8 blocks, two per cluster block)
     v.push_back({t, 128, 8, 2, 50, 0.f});
     v.push_back({t, 128, 8, 2, 0, 20.f});
   }
@@ -245,7 +253,9 @@ TEST_F(CudaAttention, BothKernelsMatchTheReference) {
         tiles.insert(tiles.end(), {st.flash_tiles[i], st.flash_tiles[i + 1]});
     const double flash_err = st.rel_error(st.run(true, tiles), ref, &tiles);
     const double flash_bound = c.type == KvType::F16 ? 4e-3 : 2.5e-2;
-    std::printf("%-40s split %.2e  flash %.2e (bound %.1e)\n", c.name().c_str(), split_err, flash_err, flash_bound);
+    std::printf("%-40s %s %.2e  flash %.2e (bound %.1e)\n", c.name().c_str(),
+                cluster_attention_fits(c.n_heads, c.n_kv_heads, c.head_dim) ? "cluster+split" : "split", split_err,
+                flash_err, flash_bound);
     EXPECT_LE(split_err, 1e-5) << c.name();
     EXPECT_LE(flash_err, flash_bound) << c.name();
   }
@@ -275,39 +285,49 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
   }
 }
 
-// The split kernel's result for a token is the same bits alone or in a batch,
-// and whatever the step's split grid: the splits are sized from the token's
-// own context, and the grid's blocks past them count for nothing.
-TEST_F(CudaAttention, SplitResultOfATokenDoesNotDependOnTheBatch) {
+// A token's result is the same bits alone or in a batch, and whatever the
+// step's split grid: the cluster kernel cuts its slices from the token's own
+// context, the split kernel sizes its splits so, and the grid's blocks past
+// them count for nothing. Both a short context (position 200: the cluster
+// kernel where the layout fits it) and a long one (301: split).
+TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
-  Step st(Case{KvType::F16, 128, 8, 2}, rng);
-  const std::vector<float> all = st.run(false);
-  const size_t row = size_t(st.c.n_heads * st.c.head_dim);
-  // Only the decoding token (sequence 2, position 200): its own split count.
-  const int t = kSeqs[0].n_new + kSeqs[1].n_new;
-  ASSERT_EQ(st.pos[size_t(t)], 200);
-  std::vector<int32_t> one = {t};
-  DeviceBuffer d_one = upload(one);
-  DeviceBuffer d_part(size_t(st.c.n_heads) * size_t(kAttentionMaxSplits) * size_t(st.c.head_dim + 2) * 4);
-  for (const int grid : {attention_splits(201), attention_split_grid(attention_splits(201)), kAttentionMaxSplits}) {
-    AttnArgs a = st.args();
-    a.tokens = d_one.get<int32_t>();
-    a.partial = d_part.get<float>();
-    a.n_splits = grid;
-    EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
-    EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
-    attention(a, st.ix, st.kv, 1, nullptr);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> solo(row);
-    EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
-    ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0) << "split grid " << grid;
+  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}}) {
+    Step st(c, rng);
+    const std::vector<float> all = st.run(false);
+    const size_t row = size_t(st.c.n_heads * st.c.head_dim);
+    const int short_t = kSeqs[0].n_new + kSeqs[1].n_new, long_t = short_t + kSeqs[2].n_new + kSeqs[3].n_new + 1;
+    ASSERT_EQ(st.pos[size_t(short_t)], 200);
+    ASSERT_EQ(st.pos[size_t(long_t)], 301);
+    DeviceBuffer d_part(size_t(st.c.n_heads) * size_t(kAttentionMaxSplits) * size_t(st.c.head_dim + 2) * 4);
+    for (const int t : {short_t, long_t}) {
+      const int own = attention_splits(st.pos[size_t(t)] + 1);
+      std::vector<int32_t> one = {t};
+      DeviceBuffer d_one = upload(one);
+      for (const int grid : {own, attention_split_grid(own), kAttentionMaxSplits}) {
+        AttnArgs a = st.args();
+        a.tokens = d_one.get<int32_t>();
+        a.partial = d_part.get<float>();
+        a.n_splits = grid;
+        EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
+        EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
+        attention(a, st.ix, st.kv, 1, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        std::vector<float> solo(row);
+        EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
+        ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0)
+            << c.name() << " position " << st.pos[size_t(t)] << " split grid " << grid;
+      }
+    }
   }
 }
 
-// With int8 rows to fill, the merge kernel rounds its 256 elements: the rows'
-// codes, scales and sums are the bits the rounding kernel makes of the same
-// output, and the float output is unchanged. Heads of 80 elements straddle
-// the 256-element blocks.
+// With int8 rows to fill, the merge kernel and the cluster kernel round their
+// 256-element blocks: the rows' codes, scales and sums are the bits the
+// rounding kernel makes of the same output, and the float output is
+// unchanged. Heads of 80 elements straddle the 256-element blocks (split
+// kernel only); the first three layouts take the cluster kernel for their
+// short contexts.
 TEST_F(CudaAttention, RoundedOutputIsTheRoundingKernelsBits) {
   std::mt19937 rng(45);
   for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 16, 4}, Case{KvType::F16, 256, 4, 4},

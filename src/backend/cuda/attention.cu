@@ -1,6 +1,6 @@
 // qkv_post: one warp per head of each token. attention: one block per (token,
-// key/value head, split of the sequence), one warp per query head of the
-// group, each lane holding head_dim / 32 consecutive elements; an online softmax over the
+// key/value head, split of the sequence), a warp per query head of the
+// group (attention_warps), each lane holding head_dim / 32 consecutive elements; an online softmax over the
 // split's positions, then a merge of the splits in a fixed order (and, for
 // wo's integer product, the rounding of the merged rows to int8).
 #include <cuda_bf16.h>
@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/attention_positions.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/int8_round.cuh"
 #include "backend/cuda/kv_access.cuh"
@@ -82,111 +83,42 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
     vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
 }
 
-
-// NE consecutive elements of a key or value row, in one load of up to 16
-// bytes (two for 8 floats) where head_dim is a multiple of NE (every lane's
-// elements then lie wholly inside or outside the head, aligned), else one by one.
-template <class E, int NE>
-struct alignas(sizeof(E) * NE > 16 ? 16 : sizeof(E) * NE) KvVec {
-  E e[NE];
-};
-template <class E, int NE>
-__device__ __forceinline__ void load_kv_elems(const E* row, int d0, int hd, bool vec, float (&out)[NE]) {
-  if (vec) {
-    if (d0 < hd) {
-      const KvVec<E, NE> x = *reinterpret_cast<const KvVec<E, NE>*>(row + d0);
-#pragma unroll
-      for (int i = 0; i < NE; ++i) out[i] = to_f(x.e[i]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < NE; ++i) out[i] = 0.f;
-    }
-    return;
-  }
-#pragma unroll
-  for (int i = 0; i < NE; ++i) out[i] = d0 + i < hd ? to_f(row[d0 + i]) : 0.f;
-}
-
 // NE: elements of the head each lane holds, consecutive (head_dim <= 32 * NE).
 // Blocks of the grid: (token of this chunk, key/value head, split); token t0 + x.
 template <class E, int NE>
-__global__ void attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
-  constexpr int G = NE <= 4 ? 8 : 4;  // positions whose keys and values are loaded together
+__global__ void __launch_bounds__(kAttentionWarps * 32, 1)
+    attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0, int skip_upto) {
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   const int g = blockIdx.y, z = blockIdx.z;
   const int group = a.n_heads / a.n_kv_heads;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int h = g * group + w;
   const int hd = a.head_dim;
   const int last = ix.pos[t];
   const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
+  if (last < skip_upto) return;                 // a token the cluster kernel takes
   if (z >= attention_splits(last + 1)) return;  // past this token's splits: its merge stops before them
   const int split = attention_split(last + 1);
   const int lo = max(first, z * split), hi = min(last, (z + 1) * split - 1);
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
-
-  float q[NE], acc[NE];
-  const float* qr = a.q + (t * a.n_heads + h) * hd;
-  const int d0 = lane * NE;
+  const int d0 = lane * NE, off = g * hd;
   const bool vec = hd % NE == 0;
+  for (int h = g * group + w; h < (g + 1) * group; h += int(blockDim.x >> 5)) {
+    float q[NE], acc[NE];
+    const float* qr = a.q + (t * a.n_heads + h) * hd;
 #pragma unroll
-  for (int i = 0; i < NE; ++i) {
-    q[i] = d0 + i < hd ? qr[d0 + i] : 0.f;
-    acc[i] = 0.f;
-  }
-  float m = -INFINITY, l = 0.f;
-  const int off = g * hd;
-  for (int p0 = lo; p0 <= hi; p0 += G) {
-    // G positions at a time: all their loads in flight together, their
-    // reductions overlapped; the softmax updates stay in position order.
-    float s[G], v[G][NE];
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      s[j] = 0.f;
-      const bool live = p0 + j <= hi;
-      const E* kr = kv_at<E>(kv, table, live ? p0 + j : lo, 0) + off;
-      const E* vr = kv_at<E>(kv, table, live ? p0 + j : lo, 1) + off;
-      float k[NE];
-      load_kv_elems<E, NE>(kr, d0, hd, vec, k);
-      load_kv_elems<E, NE>(vr, d0, hd, vec, v[j]);
-#pragma unroll
-      for (int i = 0; i < NE; ++i) s[j] = fmaf(q[i], k[i], s[j]);
+    for (int i = 0; i < NE; ++i) {
+      q[i] = d0 + i < hd ? qr[d0 + i] : 0.f;
+      acc[i] = 0.f;
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int j = 0; j < G; ++j) s[j] += __shfl_xor_sync(0xffffffffu, s[j], o);
-    // One softmax update for the G positions (positions past hi weigh
-    // nothing): a rescale per group instead of a chain of G dependent ones.
-    float m_new = m;
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      float sc = s[j] * a.scale;
-      if (a.softcap > 0.f) sc = a.softcap * tanhf(sc / a.softcap);
-      s[j] = p0 + j <= hi ? sc : -INFINITY;
-      m_new = fmaxf(m_new, s[j]);
-    }
-    const float corr = expf(m - m_new);
-    l *= corr;
-#pragma unroll
-    for (int i = 0; i < NE; ++i) acc[i] *= corr;
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      const float e = expf(s[j] - m_new);
-      l += e;
-#pragma unroll
-      for (int i = 0; i < NE; ++i) acc[i] = fmaf(e, v[j][i], acc[i]);
-    }
-    m = m_new;
-  }
-  float* part = a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2);
-#pragma unroll
-  for (int i = 0; i < NE; ++i)
-    if (d0 + i < hd) part[d0 + i] = acc[i];
-  if (lane == 0) {
-    part[hd] = m;
-    part[hd + 1] = l;
+    float m = -INFINITY, l = 0.f;
+    attend_positions<E, NE>(a, q, lo, hi, d0, vec,
+                            [&](int p, const E*& k, const E*& v) {
+                              k = kv_at<E>(kv, table, p, 0) + off;
+                              v = kv_at<E>(kv, table, p, 1) + off;
+                            },
+                            acc, m, l);
+    store_partial(a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2), acc, m, l, d0, hd);
   }
 }
 
@@ -205,11 +137,12 @@ constexpr int kMergeThreads = kInt8Block;
 __host__ __device__ constexpr int merge_heads(int head_dim) { return (kMergeThreads + head_dim - 2) / head_dim + 1; }
 
 // Dynamic shared memory: merge_heads(head_dim) rows of n_splits weights, then their denominators.
-__global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const int32_t* pos, int64_t t0) {
+__global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const int32_t* pos, int64_t t0, int skip_upto) {
   extern __shared__ float weights[];
   __shared__ __align__(16) float merged[kMergeThreads];
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
+  if (pos[t] < skip_upto) return;  // a token the cluster kernel takes
   const int hd = a.head_dim, n = a.n_splits, own = min(n, attention_splits(pos[t] + 1)), lane = threadIdx.x & 31;
   float* den = weights + merge_heads(hd) * n;
   const int64_t row = int64_t(a.n_heads) * hd, e0 = int64_t(blockIdx.y) * kMergeThreads;
@@ -254,16 +187,6 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const 
   round_block(x, o.q, o.d, o.sums, o.pairs);
 }
 
-template <class F>
-void with_kv_type(KvType t, F&& f) {
-  switch (t) {
-    case KvType::F32: f.template operator()<float>(); return;
-    case KvType::F16: f.template operator()<__half>(); return;
-    case KvType::BF16: f.template operator()<__nv_bfloat16>(); return;
-  }
-  throw Error("CUDA backend: unknown KV element type");
-}
-
 }  // namespace
 
 void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
@@ -276,24 +199,30 @@ void qkv_post(const QkvArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t 
 
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   const int group = a.n_heads / a.n_kv_heads;
-  if (group * 32 > 1024) throw Error("CUDA backend: more than 32 query heads share one key/value head");
   if (a.n_splits < 1 || a.n_splits > kAttentionMaxSplits) throw Error("CUDA backend: attention splits out of range");
   if (a.round.q != nullptr && (a.tokens != nullptr || a.round.k != int64_t(a.n_heads) * a.head_dim || a.round.n < n_tok))
     throw Error("CUDA backend: attention cannot round its output into these int8 rows");
+  // Tokens of short contexts take the cluster kernel (whichever tokens share
+  // the step, so a token's result never depends on the batch); the split
+  // kernel and its merge take the rest, and run only when a step holds one.
+  const bool clustered = cluster_attention_fits(a.n_heads, a.n_kv_heads, a.head_dim);
+  if (clustered) cluster_attention(a, ix, kv, n_tok, s);
+  if (clustered && a.n_splits <= attention_splits(kClusterContext)) return;
+  const int skip_upto = clustered ? kClusterContext : 0;  // positions below it: the cluster kernel's tokens
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
     const dim3 grid(nt, unsigned(a.n_kv_heads), unsigned(a.n_splits));
     with_kv_type(kv.type, [&]<class E>() {
-      const dim3 block(unsigned(group * 32));
-      if (a.head_dim <= 32) launch(attention_kernel<E, 1>, grid, block, 0, s, a, ix, kv, t0);
-      else if (a.head_dim <= 64) launch(attention_kernel<E, 2>, grid, block, 0, s, a, ix, kv, t0);
-      else if (a.head_dim <= 128) launch(attention_kernel<E, 4>, grid, block, 0, s, a, ix, kv, t0);
-      else launch(attention_kernel<E, 8>, grid, block, 0, s, a, ix, kv, t0);
+      const dim3 block(unsigned(attention_warps(group) * 32));
+      if (a.head_dim <= 32) launch(attention_kernel<E, 1>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
+      else if (a.head_dim <= 64) launch(attention_kernel<E, 2>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
+      else if (a.head_dim <= 128) launch(attention_kernel<E, 4>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
+      else launch(attention_kernel<E, 8>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
     });
     const unsigned row_blocks = unsigned((int64_t(a.n_heads) * a.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t smem = size_t(merge_heads(a.head_dim) * (a.n_splits + 1)) * sizeof(float);
-    launch(merge_kernel, dim3(nt, row_blocks), kMergeThreads, smem, s, a, ix.pos, t0);
+    launch(merge_kernel, dim3(nt, row_blocks), kMergeThreads, smem, s, a, ix.pos, t0, skip_upto);
   }
 }
 

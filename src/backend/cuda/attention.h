@@ -13,12 +13,16 @@
 namespace ember::cuda {
 
 // Where the step's tokens sit: per token its position and sequence; per
-// sequence the offset of its block table in `tables`.
+// sequence the offset of its block table in `tables` and the position of its
+// first token in this step (the keys and values before it were stored by
+// earlier steps, so a kernel may read them before the step's previous
+// kernel has finished; null: none may be).
 struct StepIndex {
   const int32_t* pos = nullptr;
   const int32_t* seq = nullptr;
   const int32_t* table_off = nullptr;
   const int32_t* tables = nullptr;
+  const int32_t* seq_start = nullptr;
 };
 
 // The KV storage of one layer: block b's keys at base + (b * 2) * half_elems elements, values after them.
@@ -86,8 +90,30 @@ struct AttnArgs {
   int n_splits = 1;            // the split grid: at least the most attention_splits() of any token of the step
 };
 
-// Attention for any step, split along the sequence: the decode path.
+// Attention for any step: the decode path. Tokens of short contexts take the
+// cluster kernel below where the model fits it, the others are split along
+// the sequence and merged.
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s);
+
+// Tokens of at most kClusterContext positions (those with at most 16 splits:
+// so a step's split grid tells whether it holds any other) are attended in
+// one kernel, one thread block cluster of kAttentionCluster blocks per (token,
+// key/value head): each block stages a slice of the head's keys and values in
+// shared memory with all its loads in flight at once, the slices' partial
+// results are merged through distributed shared memory, and the output rows
+// are rounded to int8 there too. No partial results through global memory,
+// no merge kernel: the round trip that made short contexts cost ~9 us a layer.
+constexpr int kClusterContext = 256;
+constexpr int kAttentionCluster = 8;
+static_assert(attention_splits(kClusterContext) == 16 && attention_splits(kClusterContext + 1) > 16);
+
+// Whether the cluster kernel takes this model's short contexts: a group's
+// output rows (query heads per key/value head x head_dim) a whole number of
+// int8 blocks, so the cluster that merges them can round them; head_dim at most 256.
+bool cluster_attention_fits(int n_heads, int n_kv_heads, int head_dim);
+
+// The cluster kernel over the step's tokens (as attention() counts them); tokens of longer contexts are left alone.
+void cluster_attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s);
 
 // Query tiles of a prefill step: up to kFlashRows consecutive tokens of one
 // sequence each, as pairs (first token of the step, number of tokens). A

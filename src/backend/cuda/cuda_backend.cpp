@@ -47,7 +47,7 @@ constexpr size_t kPickInts = sizeof(DevicePick) / sizeof(int32_t);
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
-                     // tokens (T each), flash tiles (2T), picks (8 per logit row), then tables
+                     // tokens (T each), flash tiles (2T), sequences' first positions (T), picks (8 per logit row), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
   // The metadata, then the chosen experts, the items in expert order and their tiles, then the
@@ -67,7 +67,7 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
-  s.meta_ints = 8 * T + kPickInts * size_t(lim.max_logit_rows) + size_t(s.max_table);
+  s.meta_ints = 9 * T + kPickInts * size_t(lim.max_logit_rows) + size_t(s.max_table);
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -182,7 +182,7 @@ class CudaBackend final : public Backend {
   // Views into the scratch.
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
-  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *tables_, *moe_ids_, *moe_order_,
+  int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *seq_start_, *tables_, *moe_ids_, *moe_order_,
       *moe_tiles_, *router_done_;
   DevicePick* picks_;  // each picked row's parameters and draw
   StepIndex ix_;
@@ -223,15 +223,15 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   ints_ = DeviceBuffer(sz_.ints() * sizeof(int32_t));
   int32_t* ip = ints_.get<int32_t>();
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
-  split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T;
-  picks_ = reinterpret_cast<DevicePick*>(ip + 8 * T);
-  tables_ = ip + 8 * T + kPickInts * size_t(lim_.max_logit_rows);
+  split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T; seq_start_ = ip + 8 * T;
+  picks_ = reinterpret_cast<DevicePick*>(ip + 9 * T);
+  tables_ = ip + 9 * T + kPickInts * size_t(lim_.max_logit_rows);
   moe_ids_ = ip + sz_.meta_ints;
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
   router_done_ = moe_tiles_ + 3 * sz_.moe_tiles;
   EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sizeof(int32_t), stream_));
-  ix_ = {pos_, seq_, table_off_, tables_};
+  ix_ = {pos_, seq_, table_off_, tables_, seq_start_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(lim_.max_logit_rows));
@@ -324,9 +324,9 @@ StepOutput CudaBackend::wait_step() {
 CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) {
   const size_t T = size_t(lim_.max_tokens);
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
-  int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T;
-  auto* h_picks = reinterpret_cast<DevicePick*>(h + 8 * T);
-  const size_t table_at = 8 * T + kPickInts * size_t(lim_.max_logit_rows);
+  int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_start = h + 8 * T;
+  auto* h_picks = reinterpret_cast<DevicePick*>(h + 9 * T);
+  const size_t table_at = 9 * T + kPickInts * size_t(lim_.max_logit_rows);
   int32_t* h_tab = h + table_at;
   Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
@@ -338,6 +338,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
     const int used = int((s.pos + s.n_tokens + kv_.block_size - 1) / kv_.block_size);  // blocks the step touches
     if (tab + used > sz_.max_table) throw Error("CUDA backend: the step's block tables exceed the backend's limit");
     h_off[si] = int32_t(tab);
+    h_start[si] = int32_t(s.pos);
     std::memcpy(h_tab + tab, s.blocks, size_t(used) * sizeof(int32_t));
     tab += used;
     const bool flash = flash_ && s.n_tokens > kFlashRows;
@@ -509,7 +510,7 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
     flash_attention(aa, ix_, kv, flash_list_, flash_tiles_, stream_);
     aa.tokens = split_list_;  // the tokens of the other sequences
   }
-  // Where every token takes the split kernel, its merge rounds wo's input too.
+  // Where no token takes flash attention, the attention kernels round wo's input too.
   const bool rounded = flash_tiles_ == 0 && QD % kInt8Block == 0 && wants_int8({&L.wo}, n_tok);
   if (rounded) aa.round = acts_ = int8_acts_view(n_tok, QD, int8_scratch_.get());
   if (split_tokens_ > 0) attention(aa, ix_, kv, split_tokens_, stream_);

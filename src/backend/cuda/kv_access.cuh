@@ -1,10 +1,12 @@
 // Reading and writing the paged KV blocks from kernels: element conversions
-// for the three KV element types, and the address of one position's row.
+// for the three KV element types, the address of one position's row, and
+// the dispatch of a launch on the element type.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "backend/cuda/attention.h"
+#include "util/error.h"
 
 namespace ember::cuda {
 
@@ -22,6 +24,17 @@ template <class E>
 __device__ __forceinline__ E* kv_at(const KvLayer& kv, const int32_t* table, int p, int kvsel) {
   const int block = table[p / kv.block_size];
   return static_cast<E*>(kv.base) + (int64_t(block) * 2 + kvsel) * kv.half_elems + int64_t(p % kv.block_size) * kv.kv_dim;
+}
+
+// Calls f.template operator()<E>() with E the element type of t.
+template <class F>
+void with_kv_type(KvType t, F&& f) {
+  switch (t) {
+    case KvType::F32: f.template operator()<float>(); return;
+    case KvType::F16: f.template operator()<__half>(); return;
+    case KvType::BF16: f.template operator()<__nv_bfloat16>(); return;
+  }
+  throw Error("CUDA backend: unknown KV element type");
 }
 
 }  // namespace ember::cuda

@@ -8,8 +8,10 @@
 // may start while the one before still runs: they stop at
 // wait_for_previous_kernel() until it has finished and its writes are visible.
 // What a kernel does before that wait must not touch memory that an earlier
-// kernel writes, or that it writes itself: the products use the time to load
-// their first weights, which never change during a step.
+// kernel of the step writes, or that it writes itself: the products use the
+// time to load their first weights, which never change during a step, and
+// the cluster attention kernel the keys and values of earlier steps (where
+// StepIndex::seq_start says which those are).
 //
 // The rule every kernel here keeps: call begin_kernel() (or, in the products,
 // wait_for_previous_kernel() and then let_next_kernel_start()) before its first
