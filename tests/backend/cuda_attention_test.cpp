@@ -70,9 +70,10 @@ struct Case {
 };
 
 constexpr int kBlock = 16;
-// Sequence 2 decodes a token at position 200 (the cluster kernel's where the
-// layout fits), sequence 4 two at 300 and 301 (past kClusterContext: split).
-const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}, {300, 2}};
+// Sequence 2 decodes a token at position 200 (the cluster kernel's, in 8
+// slices, where the layout fits), sequence 4 two at 300 and 301 (16 slices),
+// sequence 5 one at 1,100 (past kClusterContext: the split kernel's).
+const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}, {300, 2}, {1100, 1}};
 
 // One step of several sequences over a shuffled KV pool, with the reference.
 struct Step {
@@ -84,7 +85,7 @@ struct Step {
   DeviceBuffer d_pos, d_seq, d_off, d_tab, d_start, d_tiles, d_q, d_kv, d_out, d_part;
   KvLayer kv;
   StepIndex ix;
-  int n_splits = 0;
+  int n_splits = 0, longest = 0;
 
   Step(const Case& cs, std::mt19937& rng) : c(cs), kv_dim(cs.n_kv_heads * cs.head_dim) {
     std::normal_distribution<float> nd(0.f, 1.f);
@@ -121,6 +122,7 @@ struct Step {
         pos.push_back(s.cached + i);
         seq.push_back(int32_t(si));
         n_splits = std::max(n_splits, attention_splits(s.cached + i + 1));
+        longest = std::max(longest, s.cached + i + 1);
       }
     }
     q.resize(size_t(n_tok) * size_t(c.n_heads * c.head_dim));
@@ -143,6 +145,7 @@ struct Step {
     a.softcap = c.softcap;
     a.sliding_window = c.window;
     a.n_splits = n_splits;
+    a.context_class = attention_context_class(longest);
     return a;
   }
 
@@ -286,21 +289,26 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
 }
 
 // A token's result is the same bits alone or in a batch, and whatever the
-// step's split grid: the cluster kernel cuts its slices from the token's own
-// context, the split kernel sizes its splits so, and the grid's blocks past
-// them count for nothing. Both a short context (position 200: the cluster
-// kernel where the layout fits it) and a long one (301: split).
+// step's split grid and context class: the cluster kernel cuts its slices
+// from the token's own context (a cluster of 16 gives a short context the
+// same 8 slices as a cluster of 8), the split kernel sizes its splits so, and
+// the grid's blocks past them count for nothing. A short context (position
+// 200), a longer one (301: 16 slices) where the layout fits the cluster
+// kernel, and one past it (1,100: split).
 TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
   for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}}) {
     Step st(c, rng);
     const std::vector<float> all = st.run(false);
     const size_t row = size_t(st.c.n_heads * st.c.head_dim);
-    const int short_t = kSeqs[0].n_new + kSeqs[1].n_new, long_t = short_t + kSeqs[2].n_new + kSeqs[3].n_new + 1;
+    const int short_t = kSeqs[0].n_new + kSeqs[1].n_new, mid_t = short_t + kSeqs[2].n_new + kSeqs[3].n_new + 1;
+    const int long_t = mid_t + 1;
     ASSERT_EQ(st.pos[size_t(short_t)], 200);
-    ASSERT_EQ(st.pos[size_t(long_t)], 301);
+    ASSERT_EQ(st.pos[size_t(mid_t)], 301);
+    ASSERT_EQ(st.pos[size_t(long_t)], 1100);
+    ASSERT_EQ(st.args().context_class, attention_context_class(kClusterContext + 1));
     DeviceBuffer d_part(size_t(st.c.n_heads) * size_t(kAttentionMaxSplits) * size_t(st.c.head_dim + 2) * 4);
-    for (const int t : {short_t, long_t}) {
+    for (const int t : {short_t, mid_t, long_t}) {
       const int own = attention_splits(st.pos[size_t(t)] + 1);
       std::vector<int32_t> one = {t};
       DeviceBuffer d_one = upload(one);
@@ -309,6 +317,7 @@ TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
         a.tokens = d_one.get<int32_t>();
         a.partial = d_part.get<float>();
         a.n_splits = grid;
+        a.context_class = attention_context_class(st.pos[size_t(t)] + 1);  // alone: its own class
         EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
         EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
         attention(a, st.ix, st.kv, 1, nullptr);

@@ -207,7 +207,7 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
   // kernel and its merge take the rest, and run only when a step holds one.
   const bool clustered = cluster_attention_fits(a.n_heads, a.n_kv_heads, a.head_dim);
   if (clustered) cluster_attention(a, ix, kv, n_tok, s);
-  if (clustered && a.n_splits <= attention_splits(kClusterContext)) return;
+  if (clustered && a.context_class <= kClusterContext) return;
   const int skip_upto = clustered ? kClusterContext : 0;  // positions below it: the cluster kernel's tokens
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {

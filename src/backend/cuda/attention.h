@@ -88,6 +88,7 @@ struct AttnArgs {
   float scale = 1.f, softcap = 0.f;
   int sliding_window = 0;
   int n_splits = 1;            // the split grid: at least the most attention_splits() of any token of the step
+  int context_class = 1 << 30;  // attention_context_class() of the step's longest context (default: any)
 };
 
 // Attention for any step: the decode path. Tokens of short contexts take the
@@ -95,17 +96,26 @@ struct AttnArgs {
 // the sequence and merged.
 void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s);
 
-// Tokens of at most kClusterContext positions (those with at most 16 splits:
-// so a step's split grid tells whether it holds any other) are attended in
-// one kernel, one thread block cluster of kAttentionCluster blocks per (token,
-// key/value head): each block stages a slice of the head's keys and values in
-// shared memory with all its loads in flight at once, the slices' partial
-// results are merged through distributed shared memory, and the output rows
-// are rounded to int8 there too. No partial results through global memory,
-// no merge kernel: the round trip that made short contexts cost ~9 us a layer.
-constexpr int kClusterContext = 256;
-constexpr int kAttentionCluster = 8;
-static_assert(attention_splits(kClusterContext) == 16 && attention_splits(kClusterContext + 1) > 16);
+// Tokens of at most kClusterContext positions are attended in one kernel, one
+// thread block cluster per (token, key/value head): each block stages a slice
+// of the head's keys and values in shared memory with all its loads in flight
+// at once, the slices' partial results are merged through distributed shared
+// memory, and the output rows are rounded to int8 there too. No partial
+// results through global memory, no merge kernel: the round trip that made
+// short contexts cost ~9 us a layer. A context of at most kClusterShort
+// positions is cut into kClusterShortSlices slices, a longer one into
+// kClusterSlices: from the token's own context, so its result is the same
+// bits whatever the step (a cluster's blocks past its slices add nothing).
+constexpr int kClusterShort = 256, kClusterContext = 1024;
+constexpr int kClusterShortSlices = 8, kClusterSlices = 16;
+
+// What attention() launches depends on the longest context among its tokens,
+// in three classes (a captured step's graph is keyed by it): up to
+// kClusterShort positions, clusters of 8 blocks; up to kClusterContext,
+// clusters of 16; longer, the split kernel and merge too.
+constexpr int attention_context_class(int positions) {
+  return positions <= kClusterShort ? kClusterShort : positions <= kClusterContext ? kClusterContext : 1 << 30;
+}
 
 // Whether the cluster kernel takes this model's short contexts: a group's
 // output rows (query heads per key/value head x head_dim) a whole number of

@@ -8,7 +8,8 @@
 // back to merge them. Measured in place, that pair cost 8.7-9.8 us a layer,
 // the largest share of a one-token step after the weight products.
 //
-// Here each block of the cluster stages its slice of the head's positions in
+// Here each block of the cluster (8 blocks; 16 where a step holds a context
+// past kClusterShort positions) stages its slice of the head's positions in
 // shared memory (cp.async: every load of the slice in flight at once), each
 // warp runs the online softmax of its query head over the slice, and after a
 // cluster barrier the blocks merge the slices by reading one another's partial
@@ -38,22 +39,32 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kSlice = kClusterContext / kAttentionCluster;  // most positions one block stages
+// Positions one block stages at most: in clusters of 8 (every context of the
+// step short) and of 16.
+constexpr int kShortSlots = kClusterShort / kClusterShortSlices, kSlots = kClusterContext / kClusterSlices;
+static_assert(kClusterSlices % kClusterShortSlices == 0 && kSlots >= kShortSlots);
 constexpr int kMaxGroup = 32;  // query heads per key/value head (their partial results fill shared memory)
 constexpr int kMaxHeadDim = 256;
 
-// Shared memory of one block: the slice's keys, then its values (rows of
-// head_dim elements), then each query head's partial result (head_dim sums,
-// the running maximum and the denominator).
+// Shared memory of one block: the slice's keys, then its values (slots rows
+// of head_dim elements each), then each query head's partial result
+// (head_dim sums, the running maximum and the denominator).
 template <class E>
-__host__ __device__ constexpr size_t cluster_smem_bytes(int group, int head_dim) {
-  return size_t(2) * kSlice * size_t(head_dim) * sizeof(E) + size_t(group) * size_t(head_dim + 2) * sizeof(float);
+__host__ __device__ constexpr size_t cluster_smem_bytes(int slots, int group, int head_dim) {
+  return size_t(2) * size_t(slots) * size_t(head_dim) * sizeof(E) + size_t(group) * size_t(head_dim + 2) * sizeof(float);
 }
 
-// Blocks of the grid: (rank in the cluster, key/value head, token t0 + z).
-template <class E, int NE>
+// Positions one block of a cluster of NB stages at most.
+template <int NB>
+constexpr int slots_of() { return NB == kClusterShortSlices ? kShortSlots : kSlots; }
+
+// Blocks of the grid: (rank in the cluster, key/value head, token t0 + z);
+// clusters of NB blocks. (NB a template parameter: in clusters of 8 every
+// context is short, and the slice arithmetic is constant.)
+template <class E, int NE, int NB>
 __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     cluster_attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
+  constexpr int slots = slots_of<NB>();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ __align__(16) float merged[kInt8Block];
   const cg::cluster_group cl = cg::this_cluster();
@@ -67,12 +78,15 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
-  const int per = (last - first + 1 + kAttentionCluster - 1) / kAttentionCluster;
+  // Slices from the token's own context (in clusters of 8 all are short).
+  const int slices = NB == kClusterShortSlices || last < kClusterShort ? kClusterShortSlices : kClusterSlices;
+  const int per = (last - first + 1 + slices - 1) / slices;
   const int lo = first + rank * per, cnt = max(0, min(last, lo + per - 1) - lo + 1);
+  if (slices > NB || per > slots) __trap();  // the launch's class was wrong for this token: never let it pass silently
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
   E* ks = reinterpret_cast<E*>(smem);
-  E* vs = ks + kSlice * hd;
-  float* part = reinterpret_cast<float*>(vs + kSlice * hd);
+  E* vs = ks + slots * hd;
+  float* part = reinterpret_cast<float*>(vs + slots * hd);
 
   // The slice's keys and values, 16-byte copies where rows are whole 16-byte
   // units: those of earlier steps while the kernel before still runs, the
@@ -126,29 +140,40 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   cl.sync();  // every block's partial results are written and visible to the cluster
 
   // The group's output (group * head_dim elements, contiguous in the row) in
-  // int8 blocks of 256: block `rank` merges blocks rank, rank + 8, ...
+  // int8 blocks of 256: block `rank` merges blocks rank, rank + NB, ...
+  // Only the token's own slices are read: the same sums, in the same order,
+  // in a cluster of 8 or of 16.
   const int n_pieces = group * hd / kInt8Block;
   const int64_t row = int64_t(a.n_heads) * hd, base = t * row + int64_t(g) * group * hd;
-  for (int piece = rank; piece < n_pieces; piece += kAttentionCluster) {
+  for (int piece = rank; piece < n_pieces; piece += NB) {
     for (int el = int(threadIdx.x); el < kInt8Block; el += int(blockDim.x)) {
       const int e = piece * kInt8Block + el, hl = e / hd, at = hl * (hd + 2);
-      float mz[kAttentionCluster], lz[kAttentionCluster], az[kAttentionCluster];
-#pragma unroll
-      for (int z = 0; z < kAttentionCluster; ++z) {
-        const float* other = cl.map_shared_rank(part, z);
-        mz[z] = other[at + hd];
-        lz[z] = other[at + hd + 1];
-        az[z] = other[at + e - hl * hd];
-      }
+      // The slices' common maximum, then their weighted sums in slice order,
+      // eight slices at a time (a cluster of 16 then holds no more values
+      // than one of 8: registers are what bound its blocks per SM).
+      constexpr int kPer = kClusterShortSlices;
       float mx = -INFINITY;
+#pragma unroll 1
+      for (int z0 = 0; z0 < slices; z0 += kPer)
 #pragma unroll
-      for (int z = 0; z < kAttentionCluster; ++z) mx = fmaxf(mx, mz[z]);
+        for (int z = z0; z < z0 + kPer; ++z) mx = fmaxf(mx, cl.map_shared_rank(part, z)[at + hd]);
       float num = 0.f, den = 0.f;
+#pragma unroll 1
+      for (int z0 = 0; z0 < slices; z0 += kPer) {
+        float mz[kPer], lz[kPer], az[kPer];
 #pragma unroll
-      for (int z = 0; z < kAttentionCluster; ++z) {
-        const float wz = lz[z] > 0.f ? expf(mz[z] - mx) : 0.f;  // an empty slice (short context) weighs nothing
-        den += lz[z] * wz;
-        num += az[z] * wz;
+        for (int j = 0; j < kPer; ++j) {
+          const float* other = cl.map_shared_rank(part, z0 + j);
+          mz[j] = other[at + hd];
+          lz[j] = other[at + hd + 1];
+          az[j] = other[at + e - hl * hd];
+        }
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) {
+          const float wz = lz[j] > 0.f ? expf(mz[j] - mx) : 0.f;  // an empty slice (a context shorter than its slices) weighs nothing
+          den += lz[j] * wz;
+          num += az[j] * wz;
+        }
       }
       const float v = num / den;
       a.out[base + e] = v;
@@ -169,20 +194,32 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   cl.sync();  // no block leaves while another may still read its partial results
 }
 
-template <class E, int NE>
+template <class E, int NE, int NB>
 void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
-  // Above 48 KB of dynamic shared memory (float keys of long heads) a kernel must opt in, once per process.
-  static const cudaError_t opted = cudaFuncSetAttribute(
-      cluster_attention_kernel<E, NE>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(cluster_smem_bytes<E>(kMaxGroup, 32 * NE)));
+  // Above 48 KB of dynamic shared memory (float keys of long heads) a kernel
+  // must opt in, and clusters of 16 blocks are beyond the portable 8: once per process.
+  static const cudaError_t opted = [] {
+    const cudaError_t e = cudaFuncSetAttribute(cluster_attention_kernel<E, NE, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               int(cluster_smem_bytes<E>(kSlots, kMaxGroup, 32 * NE)));
+    if (e != cudaSuccess || NB <= 8) return e;
+    return cudaFuncSetAttribute(cluster_attention_kernel<E, NE, NB>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  }();
   EMBER_CUDA_CHECK(opted);
   const int group = a.n_heads / a.n_kv_heads;
-  const size_t smem = cluster_smem_bytes<E>(group, a.head_dim);
+  const size_t smem = cluster_smem_bytes<E>(slots_of<NB>(), group, a.head_dim);
   constexpr int64_t kMaxGridZ = 65535;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxGridZ) {
-    const dim3 grid(kAttentionCluster, unsigned(a.n_kv_heads), unsigned(std::min(kMaxGridZ, n_tok - t0)));
+    const dim3 grid(unsigned(NB), unsigned(a.n_kv_heads), unsigned(std::min(kMaxGridZ, n_tok - t0)));
     const dim3 block(unsigned(attention_warps(group) * 32));
-    launch_clustered(cluster_attention_kernel<E, NE>, grid, block, smem, kAttentionCluster, s, a, ix, kv, t0);
+    launch_clustered(cluster_attention_kernel<E, NE, NB>, grid, block, smem, unsigned(NB), s, a, ix, kv, t0);
   }
+}
+
+// Clusters of 8 where every context of the step is short, else of 16 (a short context's slices are the same).
+template <class E, int NE>
+void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
+  if (a.context_class <= kClusterShort) launch_clusters<E, NE, kClusterShortSlices>(a, ix, kv, n_tok, s);
+  else launch_clusters<E, NE, kClusterSlices>(a, ix, kv, n_tok, s);
 }
 
 }  // namespace

@@ -107,15 +107,16 @@ class CudaBackend final : public Backend {
   struct Shape {
     int64_t n_tok = 0, n_rows = 0, n_argmax = 0;
     int n_splits = 0, pick_vocab = 0;
-    bool sampled = false;  // a picked row samples (sample_rows runs after the greedy picks)
-    using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool>;
-    Key key() const { return {n_tok, n_rows, n_argmax, n_splits, pick_vocab, sampled}; }
+    int context_class = 0;  // attention_context_class() of the longest context attention() takes
+    bool sampled = false;   // a picked row samples (sample_rows runs after the greedy picks)
+    using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int, bool>;
+    Key key() const { return {n_tok, n_rows, n_argmax, n_splits, context_class, pick_vocab, sampled}; }
   };
   Shape upload_step(const StepBatch& batch, int32_t* h);
   // Device half: every kernel of the step, queued on the stream (or captured into a graph).
   void enqueue_step(const Shape& sh);
   void run_step(const Shape& sh);
-  void attention_block(int l, int64_t n_tok, int n_splits);
+  void attention_block(int l, int64_t n_tok, const Shape& sh);
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
   void moe_ffn(int l, int64_t n_tok);
@@ -330,6 +331,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
   int32_t* h_tab = h + table_at;
   Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
+  int longest = 0;  // positions of the longest context attention() takes
   int n_tiles = 0;
   const int64_t n_back = batch.logit_rows();
   int64_t ra = n_back;  // argmax rows follow the rows that come back
@@ -350,6 +352,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
       if (!flash) {
         h_split[n_split++] = int32_t(t);
         sh.n_splits = std::max(sh.n_splits, attention_splits(int(s.pos) + i + 1));
+        longest = std::max(longest, int(s.pos) + i + 1);
       }
       h_tok[t] = s.picked_row >= 0 ? -1 - s.picked_row : s.tokens[i];  // negative: gather_rows reads the pick
       h_pos[t] = int32_t(s.pos + i);
@@ -365,6 +368,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
   prof_.mark("upload", stream_);
   EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (table_at + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   sh.n_splits = attention_split_grid(sh.n_splits);
+  sh.context_class = attention_context_class(longest);
   sh.n_tok = t;
   sh.n_rows = r;
   sh.n_argmax = ra - n_back;
@@ -411,7 +415,7 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   prof_.mark("embed", stream_);
   gather_rows(w_.token_embd, w_.iq, tokens_, device_ids_.get<int32_t>(), n_tok, d.embed_scale, x_, stream_);
   for (int l = 0; l < d.n_layers; ++l) {
-    attention_block(l, n_tok, sh.n_splits);
+    attention_block(l, n_tok, sh);
     if (d.layers[size_t(l)].moe) moe_ffn(l, n_tok);
     else dense_ffn(l, n_tok);
   }
@@ -477,7 +481,7 @@ const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k, con
   return &acts_;
 }
 
-void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
+void CudaBackend::attention_block(int l, int64_t n_tok, const Shape& sh) {
   const ModelDesc& d = model_.desc();
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim();
@@ -504,7 +508,8 @@ void CudaBackend::attention_block(int l, int64_t n_tok, int n_splits) {
   aa.n_heads = d.n_heads; aa.n_kv_heads = d.n_kv_heads; aa.head_dim = d.head_dim;
   aa.scale = d.attention_scale(); aa.softcap = d.attn_softcap;
   aa.sliding_window = d.layers[size_t(l)].sliding_window;
-  aa.n_splits = n_splits;
+  aa.n_splits = sh.n_splits;
+  aa.context_class = sh.context_class;
   prof_.mark("attention", stream_);
   if (flash_tiles_ > 0) {
     flash_attention(aa, ix_, kv, flash_list_, flash_tiles_, stream_);
