@@ -1,11 +1,12 @@
 // The attention kernels against a float64 reference over the same paged KV
-// blocks: a prefix already cached plus a long chunk, a short prompt, a
-// decoding token of a short and one of a long context in one step; blocks in
+// blocks: a prefix already cached plus a long chunk, a short prompt, and
+// decoding tokens at 200, 300-301 and 1,100 positions in one step; blocks in
 // a shuffled order, outputs poisoned, grouped-query heads, head dims that are
 // and are not multiples of the tiles, a sliding window and soft-capping. Keys
 // and values are random 16-bit numbers; the reference reads exactly those.
-// attention() sends the short contexts to the cluster kernel where the head
-// layout fits it (cluster_attention_fits) and the rest to the split kernel.
+// attention() sends contexts of up to kClusterContext positions to the
+// cluster kernel where the head layout fits it (cluster_attention_fits) and
+// the rest to the split kernel.
 //
 // Bounds, ||out - ref|| / ||ref||:
 // - attention() (cluster and split kernels): 1e-5, float sums over the same numbers in another order;
@@ -229,7 +230,7 @@ std::vector<Case> cases() {
     v.push_back({t, 16, 8, 2});  // many heads per merge block
     v.push_back({t, 64, 16, 4});   // the cluster kernel: one int8 block per group
     v.push_back({t, 128, 32, 4});  // eight query heads per key/value head
-    v.push_back({t, 128, 32, 1});  // 32 (a block of 1,024 threads; 16 int8 blocks, two per cluster block)
+    v.push_back({t, 128, 32, 1});  // 32: eight warps of four heads each; 16 int8 blocks per group
     v.push_back({t, 128, 8, 2, 50, 0.f});
     v.push_back({t, 128, 8, 2, 0, 20.f});
   }

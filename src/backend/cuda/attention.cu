@@ -1,8 +1,10 @@
-// qkv_post: one warp per head of each token. attention: one block per (token,
-// key/value head, split of the sequence), a warp per query head of the
-// group (attention_warps), each lane holding head_dim / 32 consecutive elements; an online softmax over the
-// split's positions, then a merge of the splits in a fixed order (and, for
-// wo's integer product, the rounding of the merged rows to int8).
+// qkv_post: one warp per head of each token. attention: the cluster kernel
+// (attention_cluster.cu) for contexts it takes; for the rest one block per
+// (token, key/value head, split of the sequence), a warp per query head of
+// the group (attention_warps), each lane holding head_dim / 32 consecutive
+// elements; an online softmax over the split's positions, then a merge of the
+// splits in a fixed order (and, for wo's integer product, the rounding of the
+// merged rows to int8).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
