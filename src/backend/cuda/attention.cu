@@ -181,12 +181,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const 
   if (a.round.q == nullptr) return;
   merged[threadIdx.x] = v;
   __syncthreads();
-  if (threadIdx.x >= 32) return;
-  // Lane l rounds elements 8l .. 8l + 7: two 16-byte loads (eight 4-byte ones would be 8-way bank conflicts).
-  const float4 lo = reinterpret_cast<const float4*>(merged)[2 * lane], hi = reinterpret_cast<const float4*>(merged)[2 * lane + 1];
-  const float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const BlockOut o = block_out(a.round, t, blockIdx.y);
-  round_block(x, o.q, o.d, o.sums, o.pairs);
+  if (threadIdx.x < 32) round_shared_block(merged, a.round, t, blockIdx.y);
 }
 
 }  // namespace
@@ -215,12 +210,9 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
     const dim3 grid(nt, unsigned(a.n_kv_heads), unsigned(a.n_splits));
+    const dim3 block(unsigned(attention_warps(group) * 32));
     with_kv_type(kv.type, [&]<class E>() {
-      const dim3 block(unsigned(attention_warps(group) * 32));
-      if (a.head_dim <= 32) launch(attention_kernel<E, 1>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
-      else if (a.head_dim <= 64) launch(attention_kernel<E, 2>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
-      else if (a.head_dim <= 128) launch(attention_kernel<E, 4>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
-      else launch(attention_kernel<E, 8>, grid, block, 0, s, a, ix, kv, t0, skip_upto);
+      with_lane_elems(a.head_dim, [&]<int NE>() { launch(attention_kernel<E, NE>, grid, block, 0, s, a, ix, kv, t0, skip_upto); });
     });
     const unsigned row_blocks = unsigned((int64_t(a.n_heads) * a.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t smem = size_t(merge_heads(a.head_dim) * (a.n_splits + 1)) * sizeof(float);

@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   const int slices = NB == kClusterShortSlices || last < kClusterShort ? kClusterShortSlices : kClusterSlices;
   const int per = (last - first + 1 + slices - 1) / slices;
   const int lo = first + rank * per, cnt = max(0, min(last, lo + per - 1) - lo + 1);
-  if (slices > NB || per > slots) __trap();  // the launch's class was wrong for this token: never let it pass silently
+  if (per > slots) __trap();  // a context too long for the launch's class: never let it pass silently
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
   E* ks = reinterpret_cast<E*>(smem);
   E* vs = ks + slots * hd;
@@ -181,14 +181,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     }
     if (a.round.q == nullptr) continue;
     __syncthreads();
-    if (threadIdx.x < 32) {
-      // Lane l rounds elements 8l .. 8l + 7 (two 16-byte loads, no bank conflicts).
-      const float4 x0 = reinterpret_cast<const float4*>(merged)[2 * lane];
-      const float4 x1 = reinterpret_cast<const float4*>(merged)[2 * lane + 1];
-      const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-      const BlockOut o = block_out(a.round, t, (int64_t(g) * group * hd) / kInt8Block + piece);
-      round_block(x, o.q, o.d, o.sums, o.pairs);
-    }
+    if (threadIdx.x < 32) round_shared_block(merged, a.round, t, (int64_t(g) * group * hd) / kInt8Block + piece);
     __syncthreads();  // before the next piece overwrites `merged`
   }
   cl.sync();  // no block leaves while another may still read its partial results
@@ -215,13 +208,6 @@ void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, 
   }
 }
 
-// Clusters of 8 where every context of the step is short, else of 16 (a short context's slices are the same).
-template <class E, int NE>
-void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
-  if (a.context_class <= kClusterShort) launch_clusters<E, NE, kClusterShortSlices>(a, ix, kv, n_tok, s);
-  else launch_clusters<E, NE, kClusterSlices>(a, ix, kv, n_tok, s);
-}
-
 }  // namespace
 
 bool cluster_attention_fits(int n_heads, int n_kv_heads, int head_dim) {
@@ -233,11 +219,12 @@ bool cluster_attention_fits(int n_heads, int n_kv_heads, int head_dim) {
 void cluster_attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   if (!cluster_attention_fits(a.n_heads, a.n_kv_heads, a.head_dim))
     throw Error("CUDA backend: the cluster attention kernel does not take this head layout");
+  // Clusters of 8 where every context of the step is short, else of 16 (a short context's slices are the same).
   with_kv_type(kv.type, [&]<class E>() {
-    if (a.head_dim <= 32) launch_clusters<E, 1>(a, ix, kv, n_tok, s);
-    else if (a.head_dim <= 64) launch_clusters<E, 2>(a, ix, kv, n_tok, s);
-    else if (a.head_dim <= 128) launch_clusters<E, 4>(a, ix, kv, n_tok, s);
-    else launch_clusters<E, 8>(a, ix, kv, n_tok, s);
+    with_lane_elems(a.head_dim, [&]<int NE>() {
+      if (a.context_class <= kClusterShort) launch_clusters<E, NE, kClusterShortSlices>(a, ix, kv, n_tok, s);
+      else launch_clusters<E, NE, kClusterSlices>(a, ix, kv, n_tok, s);
+    });
   });
 }
 

@@ -17,6 +17,16 @@ namespace ember::cuda {
 constexpr int kAttentionWarps = 8;
 __host__ __device__ constexpr int attention_warps(int group) { return group < kAttentionWarps ? group : kAttentionWarps; }
 
+// Calls f.template operator()<NE>() with NE the elements of a head each lane
+// holds: the fewest of 1, 2, 4, 8 with head_dim <= 32 NE.
+template <class F>
+void with_lane_elems(int head_dim, F&& f) {
+  if (head_dim <= 32) f.template operator()<1>();
+  else if (head_dim <= 64) f.template operator()<2>();
+  else if (head_dim <= 128) f.template operator()<4>();
+  else f.template operator()<8>();
+}
+
 // NE consecutive elements of a key or value row, in one load of up to 16
 // bytes (two for 8 floats) where head_dim is a multiple of NE (every lane's
 // elements then lie wholly inside or outside the head, aligned), else one by one.

@@ -116,7 +116,7 @@ class CudaBackend final : public Backend {
   // Device half: every kernel of the step, queued on the stream (or captured into a graph).
   void enqueue_step(const Shape& sh);
   void run_step(const Shape& sh);
-  void attention_block(int l, int64_t n_tok, const Shape& sh);
+  void attention_block(int l, const Shape& sh);
   void transfer_kv_block(int block, void* host, bool to_host);
   void dense_ffn(int l, int64_t n_tok);
   void moe_ffn(int l, int64_t n_tok);
@@ -415,7 +415,7 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   prof_.mark("embed", stream_);
   gather_rows(w_.token_embd, w_.iq, tokens_, device_ids_.get<int32_t>(), n_tok, d.embed_scale, x_, stream_);
   for (int l = 0; l < d.n_layers; ++l) {
-    attention_block(l, n_tok, sh);
+    attention_block(l, sh);
     if (d.layers[size_t(l)].moe) moe_ffn(l, n_tok);
     else dense_ffn(l, n_tok);
   }
@@ -481,7 +481,8 @@ const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k, con
   return &acts_;
 }
 
-void CudaBackend::attention_block(int l, int64_t n_tok, const Shape& sh) {
+void CudaBackend::attention_block(int l, const Shape& sh) {
+  const int64_t n_tok = sh.n_tok;
   const ModelDesc& d = model_.desc();
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, QD = d.q_dim(), KVD = d.kv_dim();

@@ -49,4 +49,16 @@ __device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int6
           const_cast<int8_t*>(a.pairs) + t * a.k + j * kInt8Block};
 }
 
+// Block j of row t rounded from 256 floats in shared memory, by one warp:
+// lane l takes elements 8l .. 8l + 7 in two 16-byte loads (eight 4-byte ones
+// would be 8-way bank conflicts). The attention kernels round their merged
+// output this way.
+__device__ __forceinline__ void round_shared_block(const float* row, const Int8Acts& a, int64_t t, int64_t j) {
+  const int lane = threadIdx.x & 31;
+  const float4 lo = reinterpret_cast<const float4*>(row)[2 * lane], hi = reinterpret_cast<const float4*>(row)[2 * lane + 1];
+  const float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const BlockOut o = block_out(a, t, j);
+  round_block(x, o.q, o.d, o.sums, o.pairs);
+}
+
 }  // namespace ember::cuda
