@@ -198,12 +198,12 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
 // The one-launch router of a decoding token (route_one_token) against the
 // router product and route() in two launches: the same logits, ids and weights
 // bit for bit, for every routing, float router formats and expert counts that
-// do not fill its blocks; run twice, so its finished-block counter is seen to
-// be left at zero. The two-launch choices are the CPU's routing of the same
-// logits (cpu::route_token): the same experts in the same order, weights within
-// 1e-6 (the GPU's expf is not the host's). Then two one-launch routings are
-// queued before one wait, each with its own input: the counter a launch leaves
-// at zero is the next launch's start.
+// do not fill its warps or take several rows a warp; run twice. The two-launch
+// choices are the CPU's routing of the same logits (cpu::route_token): the same
+// experts in the same order, weights within 1e-6 (the GPU's expf is not the
+// host's). Then two one-launch routings are queued before one wait, each with
+// its own input. Ties among scores go to the lower index, as on the CPU (a
+// router with repeated rows).
 TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
   std::mt19937 rng(19);
   Tables tab;
@@ -212,6 +212,7 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
     for (const auto& [E, K, k] : {std::tuple{128, 8, int64_t(2048)}, std::tuple{61, 4, int64_t(4096)},
                                   std::tuple{256, 8, int64_t(5120)}, std::tuple{160, 6, int64_t(1056)},
+                                  std::tuple{176, 6, int64_t(2048)}, std::tuple{300, 8, int64_t(1024)},
                                   std::tuple{512, 32, int64_t(2048)}})
       for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
         for (bool norm : {false, true}) {
@@ -225,8 +226,7 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
           const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
           std::vector<float> x = random_floats(k, rng);
           for (float& v : x) v /= 64.f;  // logits of a few units: sigmoid and softmax scores do not saturate into ties
-          DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4), ddone(4);
-          EMBER_CUDA_CHECK(cudaMemset(ddone.get(), 0, 4));
+          DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4);
           auto fetch = [&] {
             EMBER_CUDA_CHECK(cudaDeviceSynchronize());
             return std::tuple{download<float>(dlog, size_t(E)), download<int32_t>(dids, size_t(K)), download<float>(dw, size_t(K))};
@@ -250,12 +250,11 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
           for (int run = 0; run < 2; ++run) {
             poison();
             route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
-                            ddone.get<int32_t>(), nullptr);
+                            nullptr);
             const auto [logits1, ids1, w1] = fetch();
             ASSERT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what;
             ASSERT_EQ(ids1, ids2) << what;
             ASSERT_EQ(0, std::memcmp(w1.data(), w2.data(), size_t(K) * 4)) << what;
-            ASSERT_EQ(download<int32_t>(ddone, 1)[0], 0) << what;
           }
           {  // two launches in a row, no wait between them: each routes its own input
             std::vector<float> x2 = random_floats(k, rng);
@@ -263,9 +262,9 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
             DeviceBuffer dx2 = upload(x2), dlog2(size_t(E) * 4), dids2(size_t(K) * 4), dw2(size_t(K) * 4);
             poison();
             route_one_token(d, dm, tab.t, dx2.get<float>(), dlog2.get<float>(), dids2.get<int32_t>(), dw2.get<float>(),
-                            ddone.get<int32_t>(), nullptr);
+                            nullptr);
             route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
-                            ddone.get<int32_t>(), nullptr);
+                            nullptr);
             const auto [logits1, ids1, w1] = fetch();
             ASSERT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what << " queued";
             ASSERT_EQ(ids1, ids2) << what << " queued";
@@ -277,9 +276,54 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
             EXPECT_EQ(0, std::memcmp(download<float>(dlog2, size_t(E)).data(), logits3.data(), size_t(E) * 4)) << what << " queued";
             EXPECT_EQ(download<int32_t>(dids2, size_t(K)), ids3) << what << " queued";
             EXPECT_EQ(0, std::memcmp(download<float>(dw2, size_t(K)).data(), w3.data(), size_t(K) * 4)) << what << " queued";
-            ASSERT_EQ(download<int32_t>(ddone, 1)[0], 0) << what << " queued";
           }
         }
+}
+
+// Equal scores (a router whose rows come in identical pairs, and an all-zero
+// input) are chosen in index order, as the CPU picks them, by both routings.
+TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
+  std::mt19937 rng(23);
+  Tables tab;
+  const int E = 128, K = 8;
+  const int64_t k = 2048;
+  HostMatrix m = random_matrix(GgmlType::F32, E, k, rng);
+  for (int e = 1; e < E; e += 2)
+    std::memcpy(m.bytes.data() + size_t(e) * m.stride, m.bytes.data() + size_t(e - 1) * m.stride, m.stride);
+  DeviceBuffer w = upload(m.bytes);
+  const DeviceMatrix dm{GgmlType::F32, w.get<uint8_t>(), k, E, m.stride, 0};
+  for (bool zero_input : {false, true})
+    for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax}) {
+      ModelDesc d;
+      d.n_experts = E;
+      d.n_experts_used = K;
+      d.routing = routing;
+      d.norm_topk = true;
+      std::vector<float> x = random_floats(k, rng);
+      for (float& v : x) v = zero_input ? 0.f : v / 64.f;
+      DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4);
+      for (bool one_launch : {false, true}) {
+        EMBER_CUDA_CHECK(cudaMemset(dids.get(), 0xFF, dids.bytes()));
+        if (one_launch) {
+          route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(), nullptr);
+        } else {
+          gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
+          route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
+        }
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto logits = download<float>(dlog, size_t(E));
+        const auto ids = download<int32_t>(dids, size_t(K));
+        for (int e = 1; e < E; e += 2) ASSERT_EQ(logits[size_t(e)], logits[size_t(e - 1)]);
+        std::vector<int32_t> host_ids(static_cast<size_t>(K));
+        std::vector<float> host_w(static_cast<size_t>(K)), scores(static_cast<size_t>(E));
+        cpu::route_token(d, logits.data(), host_ids.data(), host_w.data(), scores.data());
+        EXPECT_EQ(ids, host_ids) << "routing " << int(routing) << (one_launch ? " one launch" : " two launches")
+                                 << (zero_input ? " zero input" : "");
+        if (zero_input) {
+          EXPECT_EQ(ids, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+        }
+      }
+    }
 }
 
 // The CPU's int8 rounding of activation rows (Q8_K blocks), and their values as floats.
@@ -603,6 +647,60 @@ TEST_F(CudaKernels, FusedNormAndGateRoundAsTheUnfusedKernels) {
     EXPECT_EQ(download<float>(g1, size_t(n * k)), download<float>(g2, size_t(n * k))) << "gate";
     EXPECT_EQ(bytes_of(a1), bytes_of(a2)) << "gate";
   }
+}
+
+// The one-launch down half of a decoding token's experts (moe_down_one_token)
+// gives the bits of the three kernels it replaces: the gated rounding, the
+// per-item down products with their ids read early, and the weighted sum (also
+// added onto its output). Shapes: rows of 8, 12, 16, 24 and more pieces (each
+// lane group width, several pieces a lane), output rows that do not fill a
+// cluster's rows, 2 to 16 choices.
+TEST_F(CudaKernels, OneLaunchExpertDownGivesTheThreeKernelBits) {
+  std::mt19937 rng(29);
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K})
+    for (const auto& [ef, H, K] : {std::tuple{int64_t(768), int64_t(300), 8}, std::tuple{int64_t(512), int64_t(70), 6},
+                                   std::tuple{int64_t(1024), int64_t(130), 4}, std::tuple{int64_t(1536), int64_t(64), 16},
+                                   std::tuple{int64_t(4096), int64_t(40), 2}, std::tuple{int64_t(256), int64_t(33), 3}}) {
+      const int E = K + 3;
+      std::vector<uint8_t> packed;
+      size_t expert_bytes = 0, stride = 0;
+      for (int e = 0; e < E; ++e) {
+        const HostMatrix m = random_matrix(type, H, ef, rng);
+        packed.insert(packed.end(), m.bytes.begin(), m.bytes.end());
+        expert_bytes = m.bytes.size();
+        stride = m.stride;
+      }
+      DeviceBuffer w = upload_in_device_layout(type, packed);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), ef, H, stride, expert_bytes};
+      ASSERT_TRUE(moe_down_fits(dm, K)) << type_name(type) << " k=" << ef;
+      std::vector<int32_t> ids(static_cast<size_t>(E));
+      for (int e = 0; e < E; ++e) ids[size_t(e)] = E - 1 - e;  // distinct experts, not in index order
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(static_cast<size_t>(K));
+      std::vector<float> weights = random_floats(K, rng);
+      for (float& v : weights) v = std::fabs(v) + 0.1f;
+      const std::vector<float> gate = random_floats(K * ef, rng), up = random_floats(K * ef, rng), out0 = random_floats(H, rng);
+      DeviceBuffer dids = upload(ids), dw = upload(weights), dg = upload(gate), du = upload(up);
+      for (Activation act : {Activation::SiLU, Activation::GeluTanh})
+        for (bool add : {false, true}) {
+          const std::string what = std::string(type_name(type)) + " k=" + std::to_string(ef) + " rows=" + std::to_string(H) +
+                                   " K=" + std::to_string(K) + (act == Activation::SiLU ? " silu" : " gelu") + (add ? " add" : "");
+          // Three kernels.
+          DeviceBuffer h(size_t(K * ef) * 4), q(int8_acts_bytes(K, ef)), y(size_t(K * H) * 4), ref = upload(out0);
+          const Int8Acts a = gated_int8_acts(act, dg.get<float>(), du.get<float>(), h.get<float>(), K, ef, q.get(), nullptr);
+          gemv_int8_experts(dm, dids.get<int32_t>(), a, 1, K, y.get<float>(), H, nullptr, true);
+          combine_experts(y.get<float>(), dw.get<float>(), K, 1, H, ref.get<float>(), nullptr, add);
+          // One.
+          DeviceBuffer out = upload(out0);
+          if (!add) EMBER_CUDA_CHECK(cudaMemset(out.get(), 0xFF, out.bytes()));
+          moe_down_one_token(act, dm, dids.get<int32_t>(), dw.get<float>(), dg.get<float>(), du.get<float>(), K,
+                             out.get<float>(), add, nullptr);
+          EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+          const auto want = download<float>(ref, size_t(H)), got = download<float>(out, size_t(H));
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), size_t(H) * 4)) << what;
+          EXPECT_NE(want, out0) << what;  // the sum landed
+        }
+    }
 }
 
 // With add, a product lands on what Y held: the residual add of wo and down.

@@ -50,9 +50,8 @@ struct ScratchSizes {
                      // tokens (T each), flash tiles (2T), sequences' first positions (T), picks (8 per logit row), then tables
   int max_table;
   size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
-  // The metadata, then the chosen experts, the items in expert order and their tiles, then the
-  // one-launch router's count of finished blocks (zero between kernels).
-  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles + 1; }
+  // The metadata, then the chosen experts, the items in expert order and their tiles.
+  size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles; }
 };
 
 ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_size) {
@@ -184,7 +183,7 @@ class CudaBackend final : public Backend {
   float *x_, *xn_, *proj_, *q_, *attn_, *k_, *v_, *gate_, *up_, *logits_, *partial_, *router_, *moe_w_, *moe_gate_,
       *moe_up_, *moe_out_;
   int32_t *tokens_, *pos_, *seq_, *table_off_, *rows_, *split_list_, *flash_list_, *seq_start_, *tables_, *moe_ids_, *moe_order_,
-      *moe_tiles_, *router_done_;
+      *moe_tiles_;
   DevicePick* picks_;  // each picked row's parameters and draw
   StepIndex ix_;
 };
@@ -230,8 +229,6 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   moe_ids_ = ip + sz_.meta_ints;
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
-  router_done_ = moe_tiles_ + 3 * sz_.moe_tiles;
-  EMBER_CUDA_CHECK(cudaMemsetAsync(router_done_, 0, sizeof(int32_t), stream_));
   ix_ = {pos_, seq_, table_off_, tables_, seq_start_};
   host_logits_ = PinnedBuffer(sz_.logits * sizeof(float));
   device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
@@ -564,7 +561,7 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
   prof_.mark("router", stream_);
   if (n_tok == 1 && routes_in_one_launch(L.router)) {
-    route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, router_done_, stream_);
+    route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, stream_);
   } else {
     gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
     route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
@@ -588,14 +585,21 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
     gemv_experts(L.gate_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_gate_, EF, stream_, xq);
     gemv_experts(L.up_exps, w_.iq, moe_ids_, xn_, H, int(K), n_items, moe_up_, EF, stream_, xq);
   }
-  const Int8Acts* hq = gate(moe_gate_, moe_up_, n_items, EF, L.down_exps);
-  // The ids were written before gate/up, which ran before the gated activation: down's blocks may
-  // load their experts' first weights before that activation is ready.
-  if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
-  else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, /*ids_early=*/true);
   // Without a post-norm the weighted sum adds itself onto the residual stream.
   const bool into_x = L.post_ffn_norm == nullptr;
-  combine_experts(moe_out_, moe_w_, int(K), n_tok, H, into_x ? x_ : proj_, stream_, into_x);
+  float* sum_out = into_x ? x_ : proj_;
+  prof_.mark("down", stream_);
+  if (n_tok == 1 && wants_int8({&L.down_exps}, n_items) && moe_down_fits(L.down_exps, int(K))) {
+    // One token: the gated activation, the down product and the weighted sum in one launch.
+    moe_down_one_token(d.activation, L.down_exps, moe_ids_, moe_w_, moe_gate_, moe_up_, int(K), sum_out, into_x, stream_);
+  } else {
+    const Int8Acts* hq = gate(moe_gate_, moe_up_, n_items, EF, L.down_exps);
+    // The ids were written before gate/up, which ran before the gated activation: down's blocks may
+    // load their experts' first weights before that activation is ready.
+    if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
+    else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, /*ids_early=*/true);
+    combine_experts(moe_out_, moe_w_, int(K), n_tok, H, sum_out, stream_, into_x);
+  }
   prof_.mark("residual", stream_);
   if (!into_x) add_residual(x_, proj_, L.post_ffn_norm, d.norm_eps, n_tok, H, stream_);
 }

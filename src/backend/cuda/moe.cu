@@ -1,5 +1,8 @@
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemv.h"
@@ -13,75 +16,103 @@ namespace ember::cuda {
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 constexpr int kMaxExperts = 512;
 constexpr int kMaxUsed = 32;
 
-// One warp per token, lane l holding experts l, l + 32, ... (P of them, E <=
-// 32 P): scores, then k rounds of a warp-wide argmax (ties to the lower index,
-// as the CPU reference picks), then the weights' normalisation in the
-// descriptor's order.
-constexpr int kRouteWarps = 4;
+// Routing takes a group of kRouteThreads threads (warps 0-3 of its block), thread i holding
+// experts i, i + 128, ... (P of them, E <= 128 P): scores, each chosen expert's place found
+// at once by counting the scores above its own (ties to the lower index, as the CPU
+// reference picks: the order of k rounds of argmax), then the weights' normalisation in
+// the descriptor's order. The batched routing and the one-token router share it, so a
+// token's choices are the same bits whichever routes it.
+constexpr int kRouteThreads = 128;
 
-// One full warp routes the token whose router logits are at x (read past L1:
-// in the one-launch router, other blocks have just written them).
-template <int kPerLane>
-__device__ void route_token(const float* x, int E, int K, Routing routing, bool norm_topk, int32_t* id, float* w) {
-  const int lane = threadIdx.x & 31;
-  float p[kPerLane];
+struct RouteScratch {
+  unsigned long long key[kMaxExperts];  // score order, then the lower index: every key distinct
+  float part[kRouteThreads / 32];
+  double dpart[kRouteThreads / 32];
+  int32_t id[kMaxUsed];
+  float w[kMaxUsed];
+};
+
+// A barrier for the routing threads alone (named barrier 1): the one-token router's other warps have left.
+__device__ __forceinline__ void route_barrier() { asm volatile("bar.sync 1, %0;" ::"n"(kRouteThreads) : "memory"); }
+
+// A key that orders scores as floats compare (-0 as +0, NaN lowest), then lower indices first.
+__device__ __forceinline__ unsigned long long route_key(float p, int e) {
+  uint32_t u = __float_as_uint(p + 0.f);
+  u = p != p ? 0u : (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | (0xFFFFFFFFu - uint32_t(e));
+}
+
+template <int P>
+__device__ void route_token(const float* x, int E, int K, Routing routing, bool norm_topk, int32_t* id, float* w,
+                            RouteScratch& s) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  constexpr int kWarps = kRouteThreads / 32;
+  float p[P];
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    p[i] = e < E ? __ldcg(x + e) : -INFINITY;
+  for (int i = 0; i < P; ++i) {
+    const int e = tid + kRouteThreads * i;
+    p[i] = e < E ? x[e] : -INFINITY;
   }
   if (routing == Routing::SoftmaxTopK) {
     float mx = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) mx = fmaxf(mx, p[i]);
+    for (int i = 0; i < P; ++i) mx = fmaxf(mx, p[i]);
     mx = warp_max(mx);
+    if (lane == 0) s.part[warp] = mx;
+    route_barrier();
+    mx = s.part[0];
+#pragma unroll
+    for (int i = 1; i < kWarps; ++i) mx = fmaxf(mx, s.part[i]);
     double sum = 0;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      p[i] = lane + 32 * i < E ? expf(p[i] - mx) : 0.f;
+    for (int i = 0; i < P; ++i) {
+      p[i] = tid + kRouteThreads * i < E ? expf(p[i] - mx) : 0.f;
       sum += p[i];
     }
     sum = warp_sum(sum);
+    if (lane == 0) s.dpart[warp] = sum;
+    route_barrier();
+    sum = s.dpart[0];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? float(p[i] / sum) : -INFINITY;
+    for (int i = 1; i < kWarps; ++i) sum += s.dpart[i];
+#pragma unroll
+    for (int i = 0; i < P; ++i) p[i] = float(p[i] / sum);
   } else if (routing == Routing::SigmoidTopK) {
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? 1.f / (1.f + expf(-p[i])) : -INFINITY;
+    for (int i = 0; i < P; ++i) p[i] = 1.f / (1.f + expf(-p[i]));
   }
-  // Lane j keeps the j-th choice's weight: the normalisation below reads
-  // registers, not the global stores it just made (a chain of reloads).
-  float mine = 0.f;
-  uint32_t taken = 0;  // bit i: this lane's expert lane + 32 i is chosen
-  for (int j = 0; j < K; ++j) {
-    float best = 0.f;
-    int best_e = -1;
+  unsigned long long key[P];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < E && !((taken >> i) & 1) && (best_e < 0 || p[i] > best)) {
-        best = p[i];
-        best_e = e;
-      }
-    }
+  for (int i = 0; i < P; ++i) {
+    const int e = tid + kRouteThreads * i;
+    key[i] = route_key(p[i], e);
+    if (e < E) s.key[e] = key[i];
+  }
+  route_barrier();
+  // An expert's place is the number of keys above its own; the first K places are the choices.
+  int above[P] = {};
+  for (int j = 0; j < E; ++j) {
+    const unsigned long long kj = s.key[j];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float ob = __shfl_xor_sync(0xffffffffu, best, o);
-      const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
-      if (oe >= 0 && (best_e < 0 || ob > best || (ob == best && oe < best_e))) {
-        best = ob;
-        best_e = oe;
-      }
-    }
-    if ((best_e & 31) == lane) taken |= 1u << (best_e >> 5);
-    if (lane == j) {
-      id[j] = best_e;
-      mine = best;
+    for (int i = 0; i < P; ++i) above[i] += kj > key[i];
+  }
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int e = tid + kRouteThreads * i;
+    if (e < E && above[i] < K) {
+      s.id[above[i]] = e;
+      s.w[above[i]] = p[i];
     }
   }
-  // Sums in choice order, as the CPU reference adds them; every lane forms the same sum.
+  route_barrier();
+  if (warp != 0) return;
+  // Lane j holds the j-th choice's weight; sums in choice order, as the CPU reference adds them.
+  float mine = lane < K ? s.w[lane] : 0.f;
   if (routing == Routing::TopKSoftmax) {
     const float mx = __shfl_sync(0xffffffffu, mine, 0);
     mine = expf(mine - mx);
@@ -91,26 +122,38 @@ __device__ void route_token(const float* x, int E, int K, Routing routing, bool 
     for (int j = 0; j < K; ++j) sum += __shfl_sync(0xffffffffu, mine, j);
     mine = float(mine / sum);
   }
-  if (lane < K) w[lane] = mine;
+  if (lane < K) {
+    id[lane] = s.id[lane];
+    w[lane] = mine;
+  }
 }
 
 template <int P>
-__global__ void route_kernel(const float* logits, int64_t n_tok, int E, int K, Routing routing, bool norm_topk,
-                             int32_t* ids, float* weights) {
+__global__ void __launch_bounds__(kRouteThreads) route_kernel(const float* logits, int E, int K, Routing routing,
+                                                              bool norm_topk, int32_t* ids, float* weights) {
+  __shared__ RouteScratch s;
   begin_kernel();
-  const int64_t t = int64_t(blockIdx.x) * kRouteWarps + (threadIdx.x >> 5);
-  if (t >= n_tok) return;
-  route_token<P>(logits + t * E, E, K, routing, norm_topk, ids + t * K, weights + t * K);
+  const int64_t t = blockIdx.x;
+  route_token<P>(logits + t * E, E, K, routing, norm_topk, ids + t * K, weights + t * K, s);
 }
 
-// The router product of one token, a warp per expert (its sums in gemv's
-// order, so the logits are gemv's bits), then the routing in the block that
-// finishes last: one launch and no wait between the two. With C > 0 a lane
-// holds its C chunks of 32 weights (rows of at most 1,024 C) and loads them
-// before waiting for the kernel before (the router's weights never change
-// during a step, launch.cuh), so that only the activations' loads follow the
-// wait; C = 0 (longer rows) loads them after it.
-constexpr int kRouterWarps = 4;
+// The router product of one token and its routing in one launch: one thread
+// block cluster, a warp per expert row (its sums in gemv's order, so the logits
+// are gemv's bits), each logit stored into the first block's shared memory,
+// one cluster barrier, then the first block routes. With C > 0 a lane holds
+// its C chunks of 32 weights of its first row (rows of at most 1,024 C) and
+// loads them before waiting for the kernel before (the router's weights never
+// change during a step, launch.cuh), so that only the activations' loads
+// follow the wait; C = 0 (longer rows), and a warp's further rows (more than
+// 16 Warps experts), load after it. Warps a block: 8, or 16 for more than 128
+// experts of rows up to 2,048, so that each warp holds one row through the
+// wait (flint-like's 176 experts decoded at the same rate with 8, run 15e).
+constexpr int kRouterBlocks = 16;  // beyond the portable 8: the cluster spreads the weights' loads over 16 SMs
+
+template <int P, int C>
+constexpr int router_warps() {
+  return C == 2 && P > 1 ? 16 : 8;
+}
 
 template <GgmlType T, int C>
 __device__ __forceinline__ float router_dot(const uint8_t* W, size_t stride, int64_t r, int E, int64_t k, const IqTables& tab,
@@ -149,25 +192,40 @@ __device__ __forceinline__ float router_dot(const uint8_t* W, size_t stride, int
   }
 }
 
-template <GgmlType T, int P, int C>
-__global__ void __launch_bounds__(kRouterWarps * 32) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
-                                                                         IqTables tab, const float* x, float* logits,
-                                                                         int E, int K, Routing routing, bool norm_topk,
-                                                                         int32_t* ids, float* weights, int32_t* done) {
-  __shared__ bool last;
-  const int64_t r = int64_t(blockIdx.x) * kRouterWarps + (threadIdx.x >> 5);
-  const float logit = router_dot<T, C>(W, stride, r, E, k, tab, x);
-  if (r < E && (threadIdx.x & 31) == 0) logits[r] = logit;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();  // the block's logits (ordered before by the barrier) visible before it counts itself done
-    last = atomicAdd(done, 1) == int(gridDim.x) - 1;
-    if (last) __threadfence();  // and the last block sees every block's logits before its warp reads them
+template <GgmlType T, int P, int C, int Warps>
+__global__ void __launch_bounds__(Warps * 32) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
+                                                                  IqTables tab, const float* x, float* logits, int E,
+                                                                  int K, Routing routing, bool norm_topk, int32_t* ids,
+                                                                  float* weights) {
+  __shared__ float gathered[kMaxExperts];
+  __shared__ RouteScratch s;
+  const cg::cluster_group cl = cg::this_cluster();
+  // A block may write into another's shared memory only once that block runs: this
+  // barrier's arrival now and its wait before the first write cost nothing in between.
+  auto started = cl.barrier_arrive();
+  float* into = cl.map_shared_rank(gathered, 0);
+  const int lane = threadIdx.x & 31;
+  static_assert(Warps * 32 >= kRouteThreads, "the first block's threads route");
+  constexpr int kRowsAtOnce = kRouterBlocks * Warps;
+  int64_t r = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
+  const float first = router_dot<T, C>(W, stride, r, E, k, tab, x);
+  cl.barrier_wait(std::move(started));
+  if (r < E && lane == 0) {
+    into[r] = first;
+    logits[r] = first;
   }
-  __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  route_token<P>(logits, E, K, routing, norm_topk, ids, weights);
-  if (threadIdx.x == 0) *done = 0;  // ready for the next layer's launch
+  for (r += kRowsAtOnce; r < E; r += kRowsAtOnce) {
+    const float* xs[1] = {x};
+    float acc[1][1];
+    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
+    if (lane == 0) {
+      into[r] = acc[0][0];
+      logits[r] = acc[0][0];
+    }
+  }
+  cl.sync();  // every logit is in the first block's shared memory
+  if (blockIdx.x != 0 || threadIdx.x >= kRouteThreads) return;
+  route_token<P>(gathered, E, K, routing, norm_topk, ids, weights, s);
 }
 
 // One thread per column of a token's row, the experts summed in choice order.
@@ -229,12 +287,13 @@ void check_routing(const ModelDesc& d) {
     throw Error("CUDA backend: at most 512 experts and 32 used per token");
 }
 
-// Calls f.template operator()<P>() with the experts each lane holds.
+// Calls f.template operator()<P>() with the experts each routing thread holds.
 template <class F>
-void with_experts_per_lane(int E, F&& f) {
-  if (E <= 128) f.template operator()<4>();
-  else if (E <= 256) f.template operator()<8>();
-  else f.template operator()<kMaxExperts / 32>();
+void with_experts_per_thread(int E, F&& f) {
+  static_assert(kMaxExperts == 4 * kRouteThreads);
+  if (E <= kRouteThreads) f.template operator()<1>();
+  else if (E <= 2 * kRouteThreads) f.template operator()<2>();
+  else f.template operator()<4>();
 }
 
 }  // namespace
@@ -254,9 +313,10 @@ void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {
   check_routing(d);
   if (n_tok <= 0) return;
-  with_experts_per_lane(d.n_experts, [&]<int P>() {
-    launch(route_kernel<P>, unsigned((n_tok + kRouteWarps - 1) / kRouteWarps), kRouteWarps * 32, 0, s, logits, n_tok,
-           d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights);
+  if (n_tok > 0x7FFFFFFF) throw Error("CUDA backend: too many tokens to route in one step");
+  with_experts_per_thread(d.n_experts, [&]<int P>() {
+    launch(route_kernel<P>, unsigned(n_tok), kRouteThreads, 0, s, logits, d.n_experts, d.n_experts_used, d.routing,
+           d.norm_topk, ids, weights);
   });
 }
 
@@ -265,16 +325,21 @@ bool routes_in_one_launch(const DeviceMatrix& router) {
 }
 
 void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
-                     int32_t* ids, float* weights, int32_t* done, cudaStream_t s) {
+                     int32_t* ids, float* weights, cudaStream_t s) {
   check_routing(d);
   if (!routes_in_one_launch(router) || router.rows != d.n_experts || router.k % 32 != 0)
     throw Error("CUDA backend: the one-launch router takes a float router of n_experts rows");
-  const unsigned blocks = unsigned((d.n_experts + kRouterWarps - 1) / kRouterWarps);
   auto go = [&]<GgmlType T>() {
-    with_experts_per_lane(d.n_experts, [&]<int P>() {
+    with_experts_per_thread(d.n_experts, [&]<int P>() {
       auto with_chunks = [&]<int C>() {
-        launch(router_route_kernel<T, P, C>, blocks, kRouterWarps * 32, 0, s, router.data, router.row_stride, router.k,
-               tab, x, logits, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights, done);
+        // Clusters beyond the portable 8 blocks are opted into once per kernel.
+        constexpr int W = router_warps<P, C>();
+        static const cudaError_t opted =
+            cudaFuncSetAttribute(router_route_kernel<T, P, C, W>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        EMBER_CUDA_CHECK(opted);
+        launch_clustered(router_route_kernel<T, P, C, W>, kRouterBlocks, W * 32, 0, kRouterBlocks, s, router.data,
+                         router.row_stride, router.k, tab, x, logits, d.n_experts, d.n_experts_used, d.routing,
+                         d.norm_topk, ids, weights);
       };
       // Chunks of 32 weights per lane held through the wait: rows of up to 2,048 or 4,096.
       if (router.k <= 2048) with_chunks.template operator()<2>();

@@ -15,12 +15,11 @@ namespace ember::cuda {
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s);
 
 // The router product and route() of a step of one token in one launch (the
-// decode path): the logits are gemv's bits, the choices route()'s. For float
-// routers (F32, F16, BF16: routers are kept unquantised). `done` is one int,
-// zero before the launch and left zero after it.
+// decode path; one thread block cluster): the logits are gemv's bits, the
+// choices route()'s. For float routers (F32, F16, BF16: routers are kept unquantised).
 bool routes_in_one_launch(const DeviceMatrix& router);
 void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
-                     int32_t* ids, float* weights, int32_t* done, cudaStream_t s);
+                     int32_t* ids, float* weights, cudaStream_t s);
 
 // Items (token t's j-th choice is item t * k + j) sorted by expert: `order`
 // holds the n_items item ids expert by expert (in no fixed order within an
@@ -34,5 +33,16 @@ void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t
 // With add, out row t += that sum instead (a residual add without a kernel of its own).
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
                      cudaStream_t s, bool add = false);
+
+// The second half of a one-token step's experts in one launch (moe_down.cu):
+// choice j's h = act(gate row j) * up row j rounded to int8, expert ids[j]'s
+// down product with it, and out = sum over j of weights[j] * that (out += with
+// add), each value the bits of gated_int8_acts, gemv_int8_experts and
+// combine_experts in turn. moe_down_fits: an integer-product format, rows of
+// whole 256-element blocks, at most 16 choices, and the CUDA-core products
+// (not EMBER_CUDA_BATCH_INVARIANT=1, whose tensor-core products sum otherwise).
+bool moe_down_fits(const DeviceMatrix& down, int k_used);
+void moe_down_one_token(Activation act, const DeviceMatrix& down, const int32_t* ids, const float* weights,
+                        const float* gate, const float* up, int k_used, float* out, bool add, cudaStream_t s);
 
 }  // namespace ember::cuda

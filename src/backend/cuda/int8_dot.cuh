@@ -1,0 +1,206 @@
+// The integer dot products of the CUDA cores (gemv_int8.cu, and the one-token
+// MoE down product, moe_down.cu): how each int8-product format's weight codes
+// are fetched, decoded and met with int8 activation codes in __dp4a, and one
+// warp's sums of a few rows, in the order both keep.
+//
+// A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
+// time (Q4_K: 64 elements, two sub-blocks; Q6_K: 8 elements of
+// each of four sub-blocks). A piece's weights are decoded once and multiplied
+// with every token of the pass.
+#pragma once
+#include <cstdint>
+
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/gemv_rows.cuh"
+#include "backend/cuda/int8_acts.h"
+#include "backend/cuda/launch.cuh"
+#include "backend/cuda/warp_reduce.cuh"
+
+namespace ember::cuda {
+
+// One token's activation row, as the products read it.
+struct ActRow {
+  const int8_t* q;
+  const float* d;
+  const int32_t* sums;
+};
+
+__device__ __forceinline__ ActRow act_row(const Int8Acts& a, int64_t t) {
+  return {a.q + t * a.k, a.d + t * (a.k / kInt8Block), a.sums + t * (a.k / kInt8Group)};
+}
+
+template <GgmlType T>
+struct Int8Format;
+
+// Q4_K: piece pp (0..3) of a block is qs[32pp, 32pp + 32): low nibbles are
+// sub-block 2pp, high nibbles sub-block 2pp + 1.
+template <>
+struct Int8Format<GgmlType::Q4_K> {
+  static constexpr int kPieces = 4;
+  // The bytes as loaded (12 registers), decoded only when multiplied, so
+  // that several pieces can be in flight per lane for few registers.
+  struct Raw {
+    uint4 hdr, q0, q1;
+  };
+  struct Piece {
+    uint32_t lo[8], hi[8];
+    float d, dmin;
+    int sc0, sc1, m0, m1;
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ4_K);
+    r.hdr = *reinterpret_cast<const uint4*>(blk);
+    const uint4* qv = reinterpret_cast<const uint4*>(blk + 16 + 32 * pp);
+    r.q0 = qv[0];
+    r.q1 = qv[1];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int pp, Piece& w) {
+    const uint4 hdr = r.hdr, q0 = r.q0, q1 = r.q1;
+    const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      w.lo[i] = words[i] & 0x0F0F0F0Fu;
+      w.hi[i] = (words[i] >> 4) & 0x0F0F0F0Fu;
+    }
+    // Sub-blocks 2pp and 2pp + 1: their scales and mins are 24 consecutive bits.
+    const uint32_t v = q4k_scale_bits(hdr, 2 * pp);
+    w.sc0 = int(v & 63);
+    w.m0 = int((v >> 6) & 63);
+    w.sc1 = int((v >> 12) & 63);
+    w.m1 = int((v >> 18) & 63);
+    w.d = h2f(uint16_t(hdr.x));
+    w.dmin = h2f(uint16_t(hdr.x >> 16));
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 64 * pp);
+    const uint4 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    const int av[16] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w),
+                        int(a2.x), int(a2.y), int(a2.z), int(a2.w), int(a3.x), int(a3.y), int(a3.z), int(a3.w)};
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      s0 = __dp4a(int(w.lo[i]), av[i], s0);
+      s1 = __dp4a(int(w.hi[i]), av[8 + i], s1);
+    }
+    const int4 g = *reinterpret_cast<const int4*>(x.sums + sb * 16 + 4 * pp);
+    const int mins = w.m0 * (g.x + g.y) + w.m1 * (g.z + g.w);
+    return x.d[sb] * (w.d * float(w.sc0 * s0 + w.sc1 * s1) - w.dmin * float(mins));
+  }
+};
+
+// Q6_K: piece p (0..7) is half h = p / 4 of the block and l in [8g, 8g + 8),
+// g = p % 4: 8 elements of each of the half's four 32-element sub-blocks.
+template <>
+struct Int8Format<GgmlType::Q6_K> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t A[2], B[2], H[2];  // low bits of two sub-block pairs, high bits
+    int sc[4];
+    float d;
+  };
+  struct Piece {
+    uint32_t c[4][2];  // codes minus 32 as signed bytes: sub-block k, two words
+    int sc[4];
+    float d;
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int p, Raw& r) {
+    // 210-byte blocks are only 2-byte aligned.
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ6_K);
+    const int h = p / 4, l0 = 8 * (p % 4);
+    const uint8_t* ql = blk + 64 * h + l0;
+    const uint8_t* qh = blk + 128 + 32 * h + l0;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      r.A[i] = ld_u32(ql + 4 * i);
+      r.B[i] = ld_u32(ql + 32 + 4 * i);
+      r.H[i] = ld_u32(qh + 4 * i);
+    }
+    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) r.sc[k] = scales[8 * h + 2 * k + (l0 >= 16)];
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk + 208));
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      w.c[0][i] = q6k_codes<0>(r.A[i], r.B[i], r.H[i]);
+      w.c[1][i] = q6k_codes<1>(r.A[i], r.B[i], r.H[i]);
+      w.c[2][i] = q6k_codes<2>(r.A[i], r.B[i], r.H[i]);
+      w.c[3][i] = q6k_codes<3>(r.A[i], r.B[i], r.H[i]);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w.sc[k] = r.sc[k];
+    w.d = r.d;
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int p) {
+    const int h = p / 4, l0 = 8 * (p % 4);
+    const int8_t* q = x.q + sb * 256 + 128 * h + l0;
+    int s = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint2 a = *reinterpret_cast<const uint2*>(q + 32 * k);
+      s += w.sc[k] * __dp4a(int(w.c[k][1]), int(a.y), __dp4a(int(w.c[k][0]), int(a.x), 0));
+    }
+    return x.d[sb] * w.d * float(s);
+  }
+};
+
+// R rows (row0.. ; rows past the matrix repeat its last row, computed and never
+// written) against NT activation rows; acc[r][t] ends in every lane. Each lane
+// loads U pieces of every row before multiplying any, so that many loads are in
+// flight per lane; the sums still run piece after piece in index order.
+// With await_inputs the activations are not ready yet (launch.cuh): the first
+// weights are loaded, then the lane waits for the kernel before this one.
+template <GgmlType T, int NT, int R, int U>
+__device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_t row0, int64_t rows, int64_t blocks,
+                                         const ActRow (&x)[NT], float (&acc)[R][NT], bool await_inputs) {
+  using F = Int8Format<T>;
+  const int lane = threadIdx.x & 31;
+  const uint8_t* row[R];
+  start_rows(W, stride, row0, rows, row, acc);
+  const int64_t pieces = blocks * F::kPieces;
+  for (int64_t p0 = lane; p0 < pieces; p0 += 32 * U) {
+    typename F::Raw raw[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = p0 + 32 * u;
+      if (p < pieces)
+#pragma unroll
+        for (int r = 0; r < R; ++r) F::fetch(row[r], p / F::kPieces, int(p % F::kPieces), raw[u][r]);
+    }
+    if (await_inputs) {
+      begin_kernel();
+      await_inputs = false;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = p0 + 32 * u;
+      if (p < pieces) {
+        typename F::Piece w[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) F::decode(raw[u][r], int(p % F::kPieces), w[r]);
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[r][t] += F::dot(w[r], x[t], p / F::kPieces, int(p % F::kPieces));
+      }
+    }
+  }
+  if (await_inputs) begin_kernel();  // a lane without pieces
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
+}
+
+// Calls f.template operator()<T>() for a format with an integer product; false for the others.
+template <class F>
+bool dispatch_int8(GgmlType t, F&& f) {
+  switch (t) {
+    case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return true;
+    case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return true;
+    default: return false;
+  }
+}
+
+}  // namespace ember::cuda
