@@ -33,6 +33,9 @@ else
   for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
+  # The kernel timeline library, where the toolkit has CUPTI (bench/cuda/kernel_trace.cpp).
+  trace_lib=$(find build-cuda -name libember_kernel_trace.so | head -n1)
+  [ -n "$trace_lib" ] && cp "$trace_lib" "$bin/"
 fi
 nvidia-smi >"$out/gpu.txt" 2>&1
 
@@ -126,6 +129,12 @@ PY
           --metrics gpu__time_duration.sum --csv --launch-count 4000 "$1" --model "$2" --backend cuda --batch 1 --prompt 16 \
           --decode 16 --rounds 1 >"$3" && python3 bench/cuda/step_kernels.py "$3"' _ "$bin/ember_bench_engine" "$model" \
         "$out/ncu-$preset-$quant.csv"
+    fi
+    # The same decode as a timeline of the real run (CUPTI): what each kernel costs in place.
+    if [ -f "$bin/libember_kernel_trace.so" ]; then
+      step "timeline-$preset-$quant" bash -c 'EMBER_KERNEL_TRACE="$3" LD_PRELOAD="$1/libember_kernel_trace.so" "$1/ember_bench_engine" \
+          --model "$2" --backend cuda --batch 1 --prompt 128 --decode 64 --rounds 1 && python3 bench/cuda/step_timeline.py "$3" 1' \
+        _ "$bin" "$model" "$out/trace-$preset-$quant.csv"
     fi
     rm -f "$model"
   done

@@ -31,25 +31,33 @@ def short(name):
     return name
 
 
+def decode_steps(seq, tokens=None, name=lambda k: k[0], grid=lambda k: k[2]):
+    """The decode steps of a kernel sequence: each embedding gather to the next
+    greedy pick, without prefill kernels (weights decoded to bfloat16 for cuBLAS,
+    flash attention); with tokens, only steps of that many tokens (the gather's
+    grid: a block per token). Decode steps of several tokens take the
+    tensor-core integer products (mma)."""
+    steps = []
+    for start, k in enumerate(seq):
+        if not name(k).startswith("gather_kernel"):
+            continue
+        end = next((j for j in range(start, len(seq)) if name(seq[j]).startswith("argmax")), None)
+        if end is None:
+            continue
+        if tokens is not None and grid(k) != f"({tokens}, 1, 1)":
+            continue
+        step = seq[start:end + 1]
+        if not any(re.search(r"decode_to_bf16|round_to_bf16|flash_kernel", name(s)) for s in step):
+            steps.append(step)
+    return steps
+
+
 def main(path, tokens=None):
     with open(path) as f:
         rows = list(csv.DictReader(line for line in f if line.startswith('"')))
     seq = [(short(r["Kernel Name"]), float(r["Metric Value"].replace(",", "")) / 1000.0, r["Grid Size"]) for r in rows
            if r["Metric Name"] == "gpu__time_duration.sum"]
-    steps = []
-    for start, k in enumerate(seq):
-        if not k[0].startswith("gather_kernel"):
-            continue
-        end = next((j for j in range(start, len(seq)) if seq[j][0].startswith("argmax")), None)
-        if end is None:
-            continue
-        step = seq[start:end + 1]
-        if tokens is not None and k[2] != f"({tokens}, 1, 1)":  # the gather: a block per token
-            continue
-        # Prefill steps decode weights to bfloat16 for cuBLAS or run flash attention;
-        # decode steps of several tokens take the tensor-core integer products (mma).
-        if not any(re.search(r"decode_to_bf16|round_to_bf16|flash_kernel", s[0]) for s in step):
-            steps.append(step)
+    steps = decode_steps(seq, tokens)
     if not steps:
         sys.exit("no whole decode step (gather ... argmax without prefill kernels) in " + path)
     step = steps[-1]
