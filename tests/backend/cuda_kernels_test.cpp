@@ -202,8 +202,7 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
 // choices are the CPU's routing of the same logits (cpu::route_token): the same
 // experts in the same order, weights within 1e-6 (the GPU's expf is not the
 // host's). Then two one-launch routings are queued before one wait, each with
-// its own input. Ties among scores go to the lower index, as on the CPU (a
-// router with repeated rows).
+// its own input.
 TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
   std::mt19937 rng(19);
   Tables tab;
