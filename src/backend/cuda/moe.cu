@@ -40,7 +40,9 @@ struct RouteScratch {
 // A barrier for the routing threads alone (named barrier 1): the one-token router's other warps have left.
 __device__ __forceinline__ void route_barrier() { asm volatile("bar.sync 1, %0;" ::"n"(kRouteThreads) : "memory"); }
 
-// A key that orders scores as floats compare (-0 as +0, NaN lowest), then lower indices first.
+// A key that orders scores as floats compare (-0 as +0), then lower indices first. A NaN
+// score ranks lowest (only broken logits make one; the CPU's loop, where nothing compares
+// above NaN, can pick it instead).
 __device__ __forceinline__ unsigned long long route_key(float p, int e) {
   uint32_t u = __float_as_uint(p + 0.f);
   u = p != p ? 0u : (u & 0x80000000u) ? ~u : (u | 0x80000000u);

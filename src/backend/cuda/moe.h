@@ -38,8 +38,10 @@ void combine_experts(const float* expert_out, const float* weights, int k, int64
 // choice j's h = act(gate row j) * up row j rounded to int8, expert ids[j]'s
 // down product with it, and out = sum over j of weights[j] * that (out += with
 // add), each value the bits of gated_int8_acts, gemv_int8_experts and
-// combine_experts in turn. moe_down_fits: an integer-product format, rows of
-// whole 256-element blocks, at most 16 choices, and the CUDA-core products
+// combine_experts in turn. ids and weights are read before the wait for the
+// kernel before (launch.cuh): they must have been written at least two kernels
+// earlier (the router, then gate/up). moe_down_fits: an integer-product format,
+// rows of whole 256-element blocks, 2 to 16 choices, and the CUDA-core products
 // (not EMBER_CUDA_BATCH_INVARIANT=1, whose tensor-core products sum otherwise).
 bool moe_down_fits(const DeviceMatrix& down, int k_used);
 void moe_down_one_token(Activation act, const DeviceMatrix& down, const int32_t* ids, const float* weights,

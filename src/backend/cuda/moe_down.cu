@@ -161,7 +161,8 @@ int pieces_per_block(GgmlType t) {
 bool moe_down_fits(const DeviceMatrix& down, int k_used) {
   if (!has_int8_product(down.type) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 || down.expert_stride == 0)
     return false;
-  return k_used >= 1 && k_used <= kMaxDownChoices && down.k / kInt8Block * pieces_per_block(down.type) <= kMaxDownPieces;
+  // One expert a token (a launch without clusters) keeps the three kernels: not measured nor tested here.
+  return k_used >= 2 && k_used <= kMaxDownChoices && down.k / kInt8Block * pieces_per_block(down.type) <= kMaxDownPieces;
 }
 
 void moe_down_one_token(Activation act, const DeviceMatrix& down, const int32_t* ids, const float* weights,
