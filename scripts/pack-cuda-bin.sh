@@ -18,8 +18,8 @@ shift 2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/libs"
-for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test \
-         engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks; do
+. "$(dirname "$0")/use-cuda-bin.sh"
+for f in $cuda_programs; do
   p=$(find "$build" -name "$f" -type f -executable | head -n1)
   [ -n "$p" ] || { echo "pack-cuda-bin: $f is not built in $build" >&2; exit 1; }
   strip -o "$stage/$f" "$p"

@@ -18,9 +18,9 @@ summary=$out/summary.txt
 : >"$summary"
 skip=" ${EMBER_CUDA_SKIP:-} "
 
+. scripts/use-cuda-bin.sh
 bin=${EMBER_CUDA_BIN:-}
 if [ -n "$bin" ]; then
-  . scripts/use-cuda-bin.sh
   use_cuda_bin "$bin"
   # Binaries built elsewhere read test data from their build's source folder.
   for d in /work/main; do [ -e "$d" ] || { mkdir -p "$(dirname "$d")"; ln -s "$PWD" "$d"; }; done
@@ -30,7 +30,7 @@ else
     cmake --build build-cuda -j "$(nproc)" >"$out/build.log" 2>&1 || { echo "build failed" | tee -a "$summary"; tail -30 "$out/build.log"; exit 1; }
   bin=$PWD/build-cuda/stage
   mkdir -p "$bin"
-  for f in ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test engine_overlap_test model_hf_fixtures_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks; do
+  for f in $cuda_programs; do
     cp "$(find build-cuda -name "$f" -type f -executable | head -n1)" "$bin/"
   done
   # The kernel timeline library, where the toolkit has CUPTI (bench/cuda/kernel_trace.cpp).

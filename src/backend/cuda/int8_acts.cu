@@ -35,9 +35,8 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
   const int64_t per_row = a.k / kInt8Block;
   if (b >= a.n * per_row) return;
   const int64_t t = b / per_row, j = b % per_row;
-  const float4* x = reinterpret_cast<const float4*>(X + t * ldx + j * kInt8Block) + 2 * (threadIdx.x & 31);
-  const float4 v0 = x[0], v1 = x[1];
-  const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+  float v[8];
+  load_eight(X + t * ldx + j * kInt8Block + 8 * (threadIdx.x & 31), v);
   const BlockOut o = block_out(a, t, j);
   round_block(v, o.q, o.d, o.sums, o.pairs);
 }
@@ -65,9 +64,8 @@ __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const fl
   const float* xr = x + (rows ? int64_t(rows[i]) : i) * a.k;
   const float inv = row_inv_rms<kNormWarps * 32>(xr, a.k, eps);
   if (j >= blocks) return;
-  const float4* xv = reinterpret_cast<const float4*>(xr + e);
-  const float4 x0 = xv[0], x1 = xv[1];
-  const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  float xs[8];
+  load_eight(xr + e, xs);
   float v[8];
 #pragma unroll
   for (int m = 0; m < 8; ++m) v[m] = normed(xs[m], inv, wj[m]);

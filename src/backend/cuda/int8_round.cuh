@@ -9,6 +9,12 @@
 
 namespace ember::cuda {
 
+// Eight consecutive floats at p (32-byte aligned) in two 16-byte loads: a lane's share of a block.
+__device__ __forceinline__ void load_eight(const float* p, float (&v)[8]) {
+  const float4 lo = reinterpret_cast<const float4*>(p)[0], hi = reinterpret_cast<const float4*>(p)[1];
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
 // Rounds one 256-element block, 8 elements per lane (lane l holds elements
 // 8l .. 8l + 7), into its codes (also in the `pairs` order, int8_acts.h), scale
 // and group sums.
@@ -54,9 +60,8 @@ __device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int6
 // would be 8-way bank conflicts). The attention kernels round their merged
 // output this way.
 __device__ __forceinline__ void round_shared_block(const float* row, const Int8Acts& a, int64_t t, int64_t j) {
-  const int lane = threadIdx.x & 31;
-  const float4 lo = reinterpret_cast<const float4*>(row)[2 * lane], hi = reinterpret_cast<const float4*>(row)[2 * lane + 1];
-  const float x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  float x[8];
+  load_eight(row + 8 * (threadIdx.x & 31), x);
   const BlockOut o = block_out(a, t, j);
   round_block(x, o.q, o.d, o.sums, o.pairs);
 }

@@ -210,20 +210,18 @@ __global__ void __launch_bounds__(Warps * 32) router_route_kernel(const uint8_t*
   static_assert(Warps * 32 >= kRouteThreads, "the first block's threads route");
   constexpr int kRowsAtOnce = kRouterBlocks * Warps;
   int64_t r = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
+  auto put = [&](int64_t row, float logit) {
+    into[row] = logit;
+    logits[row] = logit;
+  };
   const float first = router_dot<T, C>(W, stride, r, E, k, tab, x);
   cl.barrier_wait(std::move(started));
-  if (r < E && lane == 0) {
-    into[r] = first;
-    logits[r] = first;
-  }
+  if (r < E && lane == 0) put(r, first);
   for (r += kRowsAtOnce; r < E; r += kRowsAtOnce) {
     const float* xs[1] = {x};
     float acc[1][1];
     rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
-    if (lane == 0) {
-      into[r] = acc[0][0];
-      logits[r] = acc[0][0];
-    }
+    if (lane == 0) put(r, acc[0][0]);
   }
   cl.sync();  // every logit is in the first block's shared memory
   if (blockIdx.x != 0 || threadIdx.x >= kRouteThreads) return;

@@ -107,11 +107,9 @@ __global__ void __launch_bounds__(kDownWarps * 32) moe_down_kernel(DownArgs a) {
   // h_j rounded, one warp per 256-element block, as gated_round_kernel does it.
   for (int64_t b = warp; b < a.k / kInt8Block; b += kDownWarps) {
     const int64_t e = int64_t(j) * a.k + b * kInt8Block + 8 * (threadIdx.x & 31);
-    const float4 g0 = reinterpret_cast<const float4*>(a.gate + e)[0], g1 = reinterpret_cast<const float4*>(a.gate + e)[1];
-    const float4 u0 = reinterpret_cast<const float4*>(a.up + e)[0], u1 = reinterpret_cast<const float4*>(a.up + e)[1];
-    const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-    const float uu[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
-    float v[8];
+    float g[8], uu[8], v[8];
+    load_eight(a.gate + e, g);
+    load_eight(a.up + e, uu);
 #pragma unroll
     for (int m = 0; m < 8; ++m) v[m] = gated(a.act, g[m], uu[m]);
     round_block(v, q + b * kInt8Block, d + b, sums + b * (kInt8Block / kInt8Group), pairs + b * kInt8Block);
