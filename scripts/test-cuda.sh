@@ -55,6 +55,8 @@ if [[ $skip != *" tests "* ]]; then
   step models "$bin/cuda_model_test"
   step serving_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_serving_test"
   step overlap_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/engine_overlap_test"
+  # Drafted answers equal plain ones bit for bit only where steps of every size sum alike.
+  step speculation_on_cuda env EMBER_TEST_BACKEND=cuda EMBER_CUDA_BATCH_INVARIANT=1 "$bin/engine_speculation_test"
   step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
   grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
 fi

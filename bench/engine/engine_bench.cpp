@@ -3,7 +3,7 @@
 //   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
 //                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
 //                      [--rounds 3] [--json FILE] [--host-only] [--no-overlap]
-//                      [--sample T,K,P,MINP] [--host-sampling]
+//                      [--sample T,K,P,MINP] [--host-sampling] [--draft N]
 //
 // 0. The roofline, measured in the same run: the device's copy bandwidth (and
 //    on CUDA the bf16 matrix rate), so every figure is also a ratio to it
@@ -36,6 +36,10 @@
 // the host pick those tokens from logit rows sent back
 // (EngineOptions::sample_on_backend off), to measure what picking them on the
 // device gains.
+// --draft N decodes with speculative decoding (EngineOptions::draft_tokens: up
+// to N tokens drafted by n-gram lookup); the decode table then also gives the
+// drafted tokens per generated token and the share of drafts kept. What it
+// gains depends on what the model writes: an answer that repeats its context.
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
 // --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
@@ -142,7 +146,7 @@ using bench::median;
 // The command line.
 struct Options {
   std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts = "128", json_path;
-  int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256;
+  int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256, draft = 0;
   bool host_only = false, no_overlap = false, host_sampling = false;
   SamplingParams sampling;  // temperature 0: greedy
 };
@@ -165,6 +169,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--host-only") o.host_only = true;
     else if (a == "--no-overlap") o.no_overlap = true;
     else if (a == "--host-sampling") o.host_sampling = true;
+    else if (a == "--draft") o.draft = std::clamp(std::stoi(next()), 0, EngineOptions::kMaxDraftTokens);
     else if (a == "--sample") {
       const std::string v = next();
       if (std::sscanf(v.c_str(), "%f,%d,%f,%f", &o.sampling.temperature, &o.sampling.top_k, &o.sampling.top_p,
@@ -179,7 +184,7 @@ bool parse_options(int argc, char** argv, Options& o) {
   if (o.path.empty()) {
     std::fprintf(stderr, "usage: %s --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8] [--prompt N[,N...]] "
                          "[--decode N] [--doc N] [--step N] [--rounds N] [--json FILE] [--host-only] [--no-overlap] "
-                         "[--sample T,K,P,MINP] [--host-sampling]\n", argv[0]);
+                         "[--sample T,K,P,MINP] [--host-sampling] [--draft N]\n", argv[0]);
     return false;
   }
   return true;
@@ -231,8 +236,8 @@ void open(Run& r) {
   bo.kind = o.backend_kind;
   bo.n_threads = o.threads;
   bo.limits.max_context = std::max({r.prompt_len + o.decode + 8, 8 + r.host_decode + 8, max_prompt + 8, o.doc + 64 + 8});
-  bo.limits.max_tokens = std::max(o.step, r.max_b);
-  bo.limits.max_logit_rows = r.max_b;
+  bo.limits.max_tokens = std::max(o.step, r.max_b * (1 + o.draft));
+  bo.limits.max_logit_rows = r.max_b * (1 + o.draft);
   r.costs = bench::step_costs(*r.model, bo.kv_type, bo.block_size);
   const int64_t positions = std::max<int64_t>({int64_t(r.max_b) * (r.prompt_len + o.decode + 32),
                                                int64_t(r.max_b) * (8 + r.host_decode + 32), 2 * (o.doc + 128),
@@ -261,6 +266,7 @@ void measure_roofline(Run& r) {
   r.out["model"] = r.o.path;
   r.out["backend"] = r.backend->name();
   r.out["overlap_steps"] = !r.o.no_overlap;
+  r.out["draft_tokens"] = r.o.draft;
   r.out["sampling"] = {{"temperature", r.o.sampling.temperature}, {"top_k", r.o.sampling.top_k},
                        {"top_p", r.o.sampling.top_p}, {"min_p", r.o.sampling.min_p},
                        {"on_backend", !r.o.host_sampling}};
@@ -317,6 +323,7 @@ void engine_decode(Run& r, Engine& engine) {
   // process), so the rounds time steady decoding.
   for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling));
   std::vector<std::vector<double>> rates(r.bs.size()), cores(r.bs.size()), cpu_per_token(r.bs.size());
+  std::vector<int64_t> drafted(r.bs.size()), accepted(r.bs.size());  // speculative decoding, over the rounds
   for (int round = 0; round < o.rounds; ++round) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
       const int b = r.bs[bi];
@@ -324,9 +331,12 @@ void engine_decode(Run& r, Engine& engine) {
       // The process's CPU time over the whole round (prefill included, and the
       // bench's own reader threads: an upper bound on the engine's).
       const double cpu0 = process_cpu_seconds();
+      const EngineStats st0 = engine.stats();
       const auto wall0 = Clock::now();
       const auto t = run_all(engine, reqs);
       const double cpu = process_cpu_seconds() - cpu0;
+      drafted[bi] += engine.stats().draft_tokens - st0.draft_tokens;
+      accepted[bi] += engine.stats().accepted_tokens - st0.accepted_tokens;
       cores[bi].push_back(cpu / since(wall0, Clock::now()));
       cpu_per_token[bi].push_back(1e6 * cpu / (double(b) * o.decode));
       // The window in which every request is decoding: from the last first token to the first last token.
@@ -365,7 +375,15 @@ void engine_decode(Run& r, Engine& engine) {
                 c, us);
     r.out["decode"].push_back({{"sequences", r.bs[bi]}, {"prompt", r.prompt_len}, {"new_tokens", o.decode}, {"tok_s", rate},
                                {"roofline_tok_s", roof}, {"pct_roofline", 100 * rate / roof}, {"process_cpu_cores", c},
-                               {"cpu_us_per_token", us}});
+                               {"cpu_us_per_token", us}, {"drafted", drafted[bi]}, {"accepted", accepted[bi]}});
+  }
+  if (o.draft > 0) {
+    std::printf("\n| sequences | drafted tokens per generated token | drafts kept |\n|---|---|---|\n");
+    for (size_t bi = 0; bi < r.bs.size(); ++bi) {
+      const double generated = double(r.bs[bi]) * o.decode * o.rounds;
+      std::printf("| %d | %.2f | %.1f%% |\n", r.bs[bi], double(drafted[bi]) / generated,
+                  drafted[bi] ? 100.0 * double(accepted[bi]) / double(drafted[bi]) : 0.0);
+    }
   }
 }
 
@@ -461,6 +479,7 @@ int main(int argc, char** argv) {
     eo.max_running = r.max_b;
     eo.overlap_steps = !r.o.no_overlap;
     eo.sample_on_backend = !r.o.host_sampling;
+    eo.draft_tokens = r.o.draft;
     Engine engine(*r.backend, nullptr, eo);
     {  // warm-up: page the weights in, start the threads
       GenerationRequest w;

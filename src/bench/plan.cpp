@@ -17,7 +17,7 @@ std::vector<std::string> parse_scenarios(const std::string& list) {
   while (std::getline(ss, item, ',')) {
     for (char& c : item) c = char(std::toupper(static_cast<unsigned char>(c)));
     if (item.empty()) continue;
-    if (item == "S9") throw Error("bench: S9 (speculative decoding) needs speculative decoding, which ember does not have yet");
+    if (item == "S9") throw Error("bench: S9 (speculative decoding) is not in `ember bench` yet; bench/speculation/run.sh measures it (ember run --draft-tokens)");
     if (std::find(kAllScenarios.begin(), kAllScenarios.end(), item) == kAllScenarios.end())
       throw Error("bench: unknown scenario '" + item + "' (S1..S8)");
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);

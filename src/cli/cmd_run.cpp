@@ -81,9 +81,14 @@ void run(RunOptions o, const CLI::App& cmd) {
   const auto t2 = Clock::now();
   const double prefill_s = std::chrono::duration<double>(t_first - t0).count();
   const double decode_s = std::chrono::duration<double>(t2 - t_first).count();
-  std::fprintf(stderr, "[prompt %zu tokens, %.1f tok/s | generated %lld tokens, %.1f tok/s]\n", req.prompt.size(),
+  std::string drafts;
+  if (o.engine.draft_tokens > 0) {
+    const EngineStats st = e.engine->stats();
+    drafts = " | drafted " + std::to_string(st.draft_tokens) + " tokens, kept " + std::to_string(st.accepted_tokens);
+  }
+  std::fprintf(stderr, "[prompt %zu tokens, %.1f tok/s | generated %lld tokens, %.1f tok/s%s]\n", req.prompt.size(),
                double(req.prompt.size()) / prefill_s, (long long)generated,
-               generated > 1 ? double(generated - 1) / decode_s : 0.0);
+               generated > 1 ? double(generated - 1) / decode_s : 0.0, drafts.c_str());
 }
 
 }  // namespace

@@ -28,6 +28,10 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
       ->check(integer_in("step tokens", 1, 65536));
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "Keep no finished prefixes for reuse");
   cmd->add_option("--cache-host-mem", f.cache_host_mem, "Host memory for prefixes evicted from the KV cache, e.g. 8G (default: none)");
+  cmd->add_option("--draft-tokens", f.draft_tokens,
+                  "Speculative decoding: up to N tokens a step guessed from earlier text of the same conversation and checked "
+                  "in one pass (the output is the same; faster where answers repeat their input; 0: off)")
+      ->check(integer_in("draft tokens", 0, EngineOptions::kMaxDraftTokens));
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
@@ -98,7 +102,11 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   bo.limits.max_context = resolve_context(f.ctx_option && f.ctx_option->count() ? std::optional<int64_t>(f.ctx) : std::nullopt,
                                           d.max_context);
   bo.limits.max_tokens = f.step_tokens;
-  bo.limits.max_logit_rows = f.parallel;
+  // A drafting sequence's step returns a logit row for each of its tokens: rows
+  // for four whole drafts a step (drafts matter most with few sequences, and
+  // each row is a vocabulary of floats on the backend).
+  bo.limits.max_logit_rows =
+      int(std::min<int64_t>(f.step_tokens, int64_t(f.parallel) + int64_t(std::min(f.parallel, 4)) * f.draft_tokens));
   bo.kv_type = parse_kv_type(f.kv_type);
   bo.n_threads = validate_threads(f.threads);
   if (!f.kv_mem.empty()) bo.kv_mem = parse_bytes(f.kv_mem);
@@ -110,6 +118,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   eo.max_running = f.parallel;
   eo.step_tokens = f.step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
+  eo.draft_tokens = f.draft_tokens;
   if (!f.cache_host_mem.empty()) eo.cache_host_mem = parse_bytes(f.cache_host_mem);
   e.engine = std::make_unique<Engine>(*e.backend, e.tok.get(), eo);
   return e;

@@ -29,6 +29,7 @@ struct EngineFlags {
   int parallel = 1;
   int step_tokens = 256;
   bool no_prefix_cache = false;
+  int draft_tokens = 0;        // speculative decoding: n-gram drafts of up to this many tokens (0: off)
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/ngram_drafter.h"
 #include "engine/sampling_validation.h"
 #include "model/model.h"
 #include "model/vocab_check.h"
@@ -39,6 +40,17 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       sched_(kv_, scheduler_limits(backend, opt)),
       sampling_vocab_(tok ? sampling_vocab(backend.model().desc(), *tok) : backend.model().desc().vocab) {
   kv_.enable_host_tier(backend, opt.cache_host_mem);
+  if (opt.draft_tokens < 0 || opt.draft_tokens > EngineOptions::kMaxDraftTokens)
+    throw Error("engine: draft tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
+  if (opt.draft_tokens > 0) {
+    drafter_ = opt.drafter ? opt.drafter : std::make_shared<NgramDrafter>();
+    DraftLimits dl;
+    dl.draft_tokens = opt.draft_tokens;
+    dl.step_tokens = step_tokens_of(backend, opt);
+    dl.max_logit_rows = backend.limits().max_logit_rows;
+    dl.max_context = backend.limits().max_context;
+    drafts_ = std::make_unique<DraftPlanner>(*drafter_, kv_, dl, opt.max_running);
+  }
   for (auto* plan : {&plan_, &next_plan_}) plan->reserve(size_t(opt.max_running) + 1);
   for (auto* batch : {&batch_, &next_batch_}) batch->seqs.reserve(size_t(opt.max_running) + 1);
 }
@@ -116,6 +128,7 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
     s->constraint = s->req.constraint();
     s->masked_logits.resize(size_t(d.vocab));
   }
+  if (drafts_) s->fed.resize(size_t(opt_.draft_tokens) + 1);
   sched_.add(s.get());
   live_.push_back(std::move(s));
 }
@@ -147,6 +160,7 @@ bool EngineCore::step() {
       if (!live_.empty()) throw Error("engine: no request can make progress (KV cache too small for one context?)");
       return false;
     }
+    if (drafts_) draft_tokens_ += drafts_->plan(plan_);
     kv_.run_copies(backend_);
 
     batch_.seqs.clear();
@@ -154,7 +168,7 @@ bool EngineCore::step() {
     for (const PlannedSeq& p : plan_) {
       Sequence& s = *p.seq;
       SeqStep st;
-      st.tokens = s.tokens.data() + s.n_computed;
+      st.tokens = p.n_draft > 0 ? s.fed.data() : s.tokens.data() + s.n_computed;
       st.n_tokens = p.n_tokens;
       st.pos = s.n_computed;
       st.blocks = s.blocks.data();
@@ -199,6 +213,7 @@ bool EngineCore::look_ahead() {
     if (st.n_tokens != 1 || !picked) return false;
     ++in_step;
     if (s->state != Sequence::State::Running) continue;  // finishing: step t feeds its last token
+    if (drafts_ && drafts_->may_draft(*s)) return false;  // its next step may feed a draft, known only after t
     if (kv_.grow(*s, s->n_computed + 2) < s->n_computed + 2) return false;
     next_plan_.push_back({s, 1, LogitsWanted::Last});
     SeqStep n;
@@ -232,6 +247,10 @@ void EngineCore::collect() {
     picked += wanted == LogitsWanted::LastPicked ? 1 : 0;
     if (!p.seq) continue;  // retired while the step ran
     Sequence& s = *p.seq;
+    if (p.n_draft > 0) {
+      verify(s, p.n_draft, out.logits + logit_row * vocab);
+      continue;
+    }
     s.n_computed += p.n_tokens;
     if (s.state == Sequence::State::Finishing) {
       // Its last token is in the KV now: the cache keeps the whole conversation, then the client hears it ended.
@@ -266,7 +285,25 @@ Pick EngineCore::backend_pick(Sequence& s) {
   return p;
 }
 
-void EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
+// The step fed the sequence's next token and a draft of n_draft more; row i
+// holds the logits after fed token i. Each row's token is picked as a step of
+// its own would pick it (deliver: the same sampler, draws, constraint and
+// stop rules, in order); while that token is the draft's next one, the next
+// row's logits are the ones a step of its own would have computed, so they
+// are read too. The keys and values of the positions dropped stay in the
+// blocks past n_computed, where the next steps overwrite them.
+void EngineCore::verify(Sequence& s, int n_draft, const float* rows) {
+  const int64_t vocab = backend_.model().desc().vocab;
+  const int64_t pos = s.n_computed;
+  for (int i = 0; i <= n_draft; ++i) {
+    s.n_computed = pos + i + 1;  // the fed tokens up to i are in the KV
+    if (!deliver(s, rows + i * vocab, 0)) return;  // ended (and maybe retired): nothing after counts
+    if (i == n_draft || s.tokens.back() != s.fed[size_t(i) + 1]) return;
+    ++accepted_tokens_;
+  }
+}
+
+bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
   const int64_t vocab = backend_.model().desc().vocab;
   int32_t id;
   std::string piece;
@@ -297,12 +334,12 @@ void EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
     } else if (s.generated >= s.req.max_tokens || int64_t(s.tokens.size()) >= backend_.limits().max_context) {
       s.finish_reason = FinishReason::Length;
     } else {
-      return;
+      return true;
     }
   } catch (const std::exception& e) {  // NaN or infinite logits (BadLogits), an id the tokenizer lacks: this sequence only
     finish(s, FinishReason::Error, false, e.what());
     retire(s);
-    return;
+    return false;
   }
   // Done. With the cache on, the last token is fed once more so the next turn
   // finds all of this one; the stream hears it ended after that step.
@@ -313,6 +350,7 @@ void EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
     finish(s, s.finish_reason, s.finish_flush);
     retire(s);
   }
+  return false;
 }
 
 void EngineCore::finish(Sequence& s, FinishReason reason, bool flush_text, std::string error) {
@@ -336,6 +374,7 @@ void EngineCore::retire(Sequence& s) {
       if (p.seq == &s) p.seq = nullptr;
   kv_.release(s);
   sched_.remove(&s);
+  if (drafter_) drafter_->forget(s.id);
   auto it = std::find_if(live_.begin(), live_.end(), [&](auto& p) { return p.get() == &s; });
   live_.erase(it);
 }
@@ -353,6 +392,8 @@ EngineStats EngineCore::stats() const {
   st.restored_blocks = kv_.cache() ? kv_.cache()->restored_blocks() : 0;
   st.steps = steps_;
   st.steps_ahead = steps_ahead_;
+  st.draft_tokens = draft_tokens_;
+  st.accepted_tokens = accepted_tokens_;
   st.preemptions = sched_.preemptions();
   return st;
 }

@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/drafter.h"
 #include "engine/kv_manager.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "engine/sequence.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +37,13 @@ struct EngineOptions {
   // where the logits are; false: only plain greedy ones, the rest on the host.
   bool sample_on_backend = true;
   uint64_t cache_host_mem = 0;  // bytes of host memory that evicted prefixes go to before being dropped (0: none)
+  // Speculative decoding (engine/drafter.h): up to this many draft tokens a
+  // sequence feeds beside its next token (0: off), from `drafter` (null: the
+  // n-gram lookup of ngram_drafter.h). The backend's step must have a logit row
+  // for each of them (StepLimits::max_logit_rows).
+  int draft_tokens = 0;
+  std::shared_ptr<Drafter> drafter;
+  static constexpr int kMaxDraftTokens = 32;
 };
 
 struct EngineStats {
@@ -49,6 +58,7 @@ struct EngineStats {
   int64_t restored_blocks = 0;              // blocks brought back from the host tier
   int64_t steps = 0, preemptions = 0;
   int64_t steps_ahead = 0;  // steps queued before the host had read the step before them (look_ahead)
+  int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding: tokens drafted, and kept
 };
 
 class EngineCore {
@@ -76,7 +86,11 @@ class EngineCore {
  private:
   // Samples the sequence's next token from its logit row, or takes picked_id
   // (the backend's pick) when logits is null; then streams and finishes it.
-  void deliver(Sequence& s, const float* logits, int32_t picked_id);
+  // True while the sequence goes on decoding (false: finishing, ended or retired).
+  bool deliver(Sequence& s, const float* logits, int32_t picked_id);
+  // A drafting sequence's step: its tokens from each position's logit row in
+  // turn, while the draft agrees with them.
+  void verify(Sequence& s, int n_draft, const float* rows);
   // Whether the backend picks the sequence's tokens (SeqStep::pick), and how, with the next draw.
   bool picks_on_backend(const Sequence& s) const;
   Pick backend_pick(Sequence& s);
@@ -100,6 +114,8 @@ class EngineCore {
   EngineOptions opt_;
   KvManager kv_;
   Scheduler sched_;
+  std::shared_ptr<Drafter> drafter_;
+  std::unique_ptr<DraftPlanner> drafts_;  // with speculative decoding
   std::vector<std::unique_ptr<Sequence>> live_;
   // The step in flight (submitted, not yet collected) and the one queued behind
   // it; a retired sequence's entries become null.
@@ -109,6 +125,7 @@ class EngineCore {
   int sampling_vocab_;  // ids the sampler may pick: the tokenizer's (padding rows of the embedding are masked)
   uint64_t next_id_ = 0;
   int64_t steps_ = 0, steps_ahead_ = 0;
+  int64_t draft_tokens_ = 0, accepted_tokens_ = 0;
 };
 
 }  // namespace ember

@@ -38,9 +38,9 @@ void KvManager::enable_host_tier(Backend& backend, uint64_t bytes) {
   cache_.set_host_tier(std::move(tier));
 }
 
-int KvManager::allocate() {
+int KvManager::allocate(bool evict) {
   int b = alloc_.allocate();
-  if (b < 0 && cache_enabled_ && cache_.evict_until_free(1)) b = alloc_.allocate();
+  if (b < 0 && evict && cache_enabled_ && cache_.evict_until_free(1)) b = alloc_.allocate();
   return b;
 }
 
@@ -65,9 +65,9 @@ void KvManager::admit(Sequence& s) {
   }
 }
 
-int64_t KvManager::grow(Sequence& s, int64_t positions) {
+int64_t KvManager::grow(Sequence& s, int64_t positions, bool evict) {
   while (int64_t(s.blocks.size()) * bs_ < positions) {
-    const int b = allocate();
+    const int b = allocate(evict);
     if (b < 0) break;
     s.blocks.push_back(b);
   }

@@ -45,8 +45,9 @@ class KvManager {
   // A partly used last block is copied before the sequence writes into it.
   void admit(Sequence& s);
   // Grows the sequence's block table towards `positions`, evicting cached
-  // prefixes when no block is free. Returns the positions the table covers.
-  int64_t grow(Sequence& s, int64_t positions);
+  // prefixes when no block is free (unless `evict` is false). Returns the
+  // positions the table covers.
+  int64_t grow(Sequence& s, int64_t positions, bool evict = true);
   // Gives up the sequence's blocks; with the cache on, its computed tokens stay there first.
   void release(Sequence& s);
 
@@ -58,7 +59,7 @@ class KvManager {
   void check_accounting(const std::vector<const Sequence*>& holders) const;
 
  private:
-  int allocate();  // a free block, evicting from the cache if needed; -1 when none
+  int allocate(bool evict = true);  // a free block, evicting from the cache if needed (and allowed); -1 when none
   int bs_;
   bool cache_enabled_;
   BlockAllocator alloc_;

@@ -34,6 +34,7 @@ struct PlannedSeq {
   Sequence* seq;
   int n_tokens;
   LogitsWanted logits;
+  int n_draft = 0;  // of n_tokens, those of a draft after the next token (speculation.h); then logits All
 };
 
 class Scheduler {

@@ -45,6 +45,7 @@ struct Sequence {
   std::optional<StopStringFilter> stop_filter;
   std::unique_ptr<TokenConstraint> constraint;  // with req.constraint
   std::vector<float> masked_logits;             // the constraint's copy of this sequence's logits
+  std::vector<int32_t> fed;                     // a drafting step's tokens: the next one, then the draft (speculation.h)
 
   int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed
 };

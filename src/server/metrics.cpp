@@ -88,6 +88,10 @@ std::string Metrics::render(const EngineStats& e) const {
            e.blocks_cached);
   metric(out, "ember_prefix_cache_tokens", "gauge", "Tokens held by the prefix cache", double(e.cached_tokens));
   metric(out, "ember_preemptions_total", "counter", "Sequences preempted for memory", double(e.preemptions));
+  metric(out, "ember_draft_tokens_total", "counter", "Speculative decoding: tokens drafted (--draft-tokens)",
+         double(e.draft_tokens));
+  metric(out, "ember_draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model's own picks kept",
+         double(e.accepted_tokens));
   // The process figures Prometheus clients conventionally export, so a remote
   // benchmark can read the server's CPU time and memory.
   rusage ru{};

@@ -81,12 +81,13 @@ TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
 // prompts that differ in one token, stepped past their prefill and first
 // decode steps. all_greedy: plain greedy requests (the backend picks their
 // ids, and the engine queues each step ahead); else one greedy, two sampled.
+// draft: speculative decoding with n-gram drafts of up to that many tokens.
 struct ThreeRequests {
-  static StepLimits limits() {
+  static StepLimits limits(int draft) {
     StepLimits o;
     o.max_context = 256;
     o.max_tokens = 32;
-    o.max_logit_rows = 4;
+    o.max_logit_rows = 4 * (1 + draft);
     return o;
   }
   static KvConfig kv() {
@@ -94,13 +95,14 @@ struct ThreeRequests {
     k.n_blocks = 64;
     return k;
   }
-  static EngineOptions options() {
+  static EngineOptions options(int draft) {
     EngineOptions eo;
     eo.max_running = 4;
+    eo.draft_tokens = draft;
     return eo;
   }
-  ThreeRequests(const std::string& type, bool all_greedy)
-      : model(peer_model(type)), backend(*model, limits(), kv(), 2), core(backend, nullptr, options()) {
+  ThreeRequests(const std::string& type, bool all_greedy, int draft = 0)
+      : model(peer_model(type)), backend(*model, limits(draft), kv(), 2), core(backend, nullptr, options(draft)) {
     for (int r = 0; r < 3; ++r) {
       GenerationRequest req;
       req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
@@ -140,6 +142,18 @@ TEST_P(DecodeAllocation, EngineStepsQueuedAheadAllocateNothing) {
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(t.core.step());
   EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 100 engine steps";
   EXPECT_EQ(t.core.stats().steps_ahead - ahead, 100) << "every step queued ahead";
+  EXPECT_EQ(t.core.stats().running, 3);
+}
+
+// Speculative decoding: planning drafts, verifying them, delivering several
+// tokens a step.
+TEST_P(DecodeAllocation, EngineStepsWithDraftsAllocateNothing) {
+  ThreeRequests t(GetParam(), true, 4);
+  const long before = g_allocations.load();
+  const int64_t drafted = t.core.stats().draft_tokens;
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(t.core.step());
+  EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 30 engine steps";
+  EXPECT_GT(t.core.stats().draft_tokens - drafted, 0) << "no step drafted: the test measured nothing of drafting";
   EXPECT_EQ(t.core.stats().running, 3);
 }
 

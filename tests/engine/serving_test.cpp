@@ -19,7 +19,9 @@
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "backend_under_test.h"
 #include "random_ids.h"
+#include "stream_result.h"
 #include "tiny_model.h"
 #include "util/error.h"
 
@@ -27,87 +29,27 @@ using namespace ember;
 
 namespace {
 
-struct Result {
-  std::vector<int32_t> ids;
-  std::vector<uint64_t> logit_hashes;  // one per generated token
-  int64_t cached = -1;
-  FinishReason reason = FinishReason::None;
-  std::string error;
-};
-
-uint64_t hash_row(const float* p, int64_t n) {  // FNV-1a over the bytes: equal only if bit-identical
-  uint64_t h = 1469598103934665603ull;
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  for (int64_t i = 0; i < n * 4; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-Result drain(RequestStream& s, int64_t vocab, int cancel_after = -1) {
-  Result r;
-  RequestUpdate u;
-  while (s.next(u)) {
-    for (size_t i = 0; i < u.tokens.size(); ++i) {
-      r.ids.push_back(u.tokens[i]);
-      if (!u.logits.empty()) r.logit_hashes.push_back(hash_row(u.logits.data() + int64_t(i) * vocab, vocab));
-    }
-    if (cancel_after >= 0 && int(r.ids.size()) >= cancel_after) s.cancel();
-    if (u.finished) {
-      r.cached = u.cached_tokens;
-      r.reason = u.reason;
-      r.error = u.error;
-    }
-  }
-  return r;
-}
+using Result = StreamResult;
 
 class Serving : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { model_ = generate_tiny_model("serving").release(); }
   static void TearDownTestSuite() { delete model_; }
 
-  // The backend under test: EMBER_TEST_BACKEND (cpu, cuda), else cpu.
   std::unique_ptr<Backend> backend(int n_blocks, int ctx = 512, int step = 64, int rows = 32) {
-    StepLimits l;
-    l.max_context = ctx;
-    l.max_tokens = step;
-    l.max_logit_rows = rows;
-    KvConfig kv;
-    kv.n_blocks = n_blocks;
-    kv.block_size = 16;
-    kv.type = KvType::F16;
-    const char* kind = std::getenv("EMBER_TEST_BACKEND");
-    return make_backend(*model_, kind && *kind ? kind : "cpu", l, kv, 2);
+    return backend_under_test(*model_, n_blocks, ctx, step, rows);
   }
   int64_t vocab() const { return model_->desc().vocab; }
 
   // Each request run alone on a fresh engine without a prefix cache: the reference.
   std::vector<Result> alone(const std::vector<GenerationRequest>& reqs) {
     auto b = backend(64);
-    EngineOptions o;
-    o.max_running = 1;
-    o.prefix_cache = false;
-    std::vector<Result> out;
-    for (const auto& r : reqs) {
-      Engine e(*b, nullptr, o);
-      auto s = e.submit(r);
-      out.push_back(drain(*s, vocab()));
-    }
-    return out;
+    return each_alone(*b, reqs);
   }
 
   // All requests at once, each drained on its own thread.
   std::vector<Result> together(Engine& e, const std::vector<GenerationRequest>& reqs, int cancel_every = 0) {
-    std::vector<std::shared_ptr<RequestStream>> streams;
-    for (const auto& r : reqs) streams.push_back(e.submit(r));
-    std::vector<Result> out(reqs.size());
-    std::vector<std::thread> th;
-    for (size_t i = 0; i < reqs.size(); ++i)
-      th.emplace_back([&, i] {
-        const bool cancel = cancel_every > 0 && i % size_t(cancel_every) == 0;
-        out[i] = drain(*streams[i], vocab(), cancel ? 2 : -1);
-      });
-    for (auto& t : th) t.join();
-    return out;
+    return all_at_once(e, vocab(), reqs, cancel_every);
   }
 
   static Model* model_;

@@ -1,0 +1,68 @@
+#include "engine/speculation.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace ember {
+
+DraftPlanner::DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& lim, int max_running)
+    : drafter_(drafter), kv_(kv), lim_(lim) {
+  if (lim.draft_tokens <= 0) throw Error("speculative decoding needs at least one draft token a step");
+  requests_.reserve(size_t(max_running));
+  entries_.reserve(size_t(max_running));
+}
+
+bool DraftPlanner::may_draft(const Sequence& s) const {
+  return s.state == Sequence::State::Running && s.pending() == 1 && s.generated + 1 < s.req.max_tokens &&
+         int64_t(s.tokens.size()) + 1 < lim_.max_context;
+}
+
+int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
+  int tokens = lim_.step_tokens, rows = lim_.max_logit_rows;
+  for (const PlannedSeq& p : plan) {
+    tokens -= p.n_tokens;
+    rows -= int(p.logits == LogitsWanted::All ? p.n_tokens : p.logits == LogitsWanted::None ? 0 : 1);
+  }
+  // Oldest first, as the scheduler plans: each request asks for what is left after those before it.
+  requests_.clear();
+  entries_.clear();
+  int room = std::min(tokens, rows);
+  for (size_t i = 0; i < plan.size() && room > 0; ++i) {
+    const PlannedSeq& p = plan[i];
+    Sequence& s = *p.seq;
+    if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s)) continue;
+    // A step yields at most 1 + n tokens: no draft past max_tokens or the context.
+    const int64_t left = std::min<int64_t>(s.req.max_tokens - s.generated, lim_.max_context - int64_t(s.tokens.size())) - 1;
+    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, room}));
+    if (max <= 0) continue;
+    DraftRequest r;
+    r.seq_id = s.id;
+    r.tokens = s.tokens;
+    r.max_tokens = max;
+    r.out = s.fed.data() + 1;
+    requests_.push_back(r);
+    entries_.push_back(i);
+    room -= max;
+  }
+  if (requests_.empty()) return 0;
+  drafter_.propose(requests_);
+  int planned = 0;
+  for (size_t k = 0; k < requests_.size(); ++k) {
+    PlannedSeq& p = plan[entries_[k]];
+    Sequence& s = *p.seq;
+    int n = std::clamp(requests_[k].n, 0, requests_[k].max_tokens);
+    // Positions for the draft from free blocks only: a guess is not worth a cached prefix.
+    const int64_t covered = kv_.grow(s, s.n_computed + 1 + n, /*evict=*/false);
+    n = int(std::min<int64_t>(n, covered - s.n_computed - 1));
+    if (n <= 0) continue;
+    s.fed[0] = s.tokens.back();
+    p.n_draft = n;
+    p.n_tokens = 1 + n;
+    p.logits = LogitsWanted::All;
+    planned += n;
+  }
+  return planned;
+}
+
+}  // namespace ember

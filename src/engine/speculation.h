@@ -1,0 +1,46 @@
+// Speculative decoding's policy: which sequences of a planned step feed a
+// draft beside their next token, and how long a draft may be (the engine's
+// verify() in engine_core.cpp is the mechanism that keeps or drops it).
+//
+// Drafts take only what the planned step leaves: tokens of the step's budget
+// and logit rows that no decoding token or prompt chunk took, and KV blocks
+// that are free (a draft never evicts a cached prefix or preempts anyone). A
+// sequence drafts when it decodes one token this step (not its prompt, not
+// its finishing step), at most opt.draft_tokens, and never past what it may
+// still generate or past the context.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/drafter.h"
+#include "engine/kv_manager.h"
+#include "engine/scheduler.h"
+
+namespace ember {
+
+struct DraftLimits {
+  int draft_tokens = 0;    // at most this many a sequence and step (0: off)
+  int step_tokens = 0;     // the step's token budget
+  int max_logit_rows = 0;  // the step's logit rows
+  int64_t max_context = 0;
+};
+
+class DraftPlanner {
+ public:
+  DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& lim, int max_running);
+  // Whether the sequence would be offered a draft when it next decodes.
+  bool may_draft(const Sequence& s) const;
+  // Lengthens the planned step's decoding entries by their drafts: sets
+  // n_draft, n_tokens = 1 + n_draft, logits All, and the sequence's `fed`
+  // (its next token, then the draft). Returns the draft tokens planned.
+  int plan(std::vector<PlannedSeq>& plan);
+
+ private:
+  Drafter& drafter_;
+  KvManager& kv_;
+  DraftLimits lim_;
+  std::vector<DraftRequest> requests_;  // sized at construction: planning allocates nothing
+  std::vector<size_t> entries_;         // the plan entry of each request
+};
+
+}  // namespace ember

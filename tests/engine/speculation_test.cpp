@@ -1,0 +1,278 @@
+// Speculative decoding (engine/drafter.h, engine/speculation.h): a draft
+// changes how many tokens a step yields, never which. Each request's tokens,
+// and the logit rows they were picked from, must be bit for bit those of the
+// same request decoded one token a step, whether the drafts are all right,
+// all wrong or right for a while; greedy and seeded sampling, penalties, stop
+// ids, several requests at once, a KV pool small enough to preempt, and the
+// prefix cache afterwards. On the CPU backend; scripts/test-cuda.sh runs it on
+// the GPU (EMBER_TEST_BACKEND=cuda) with EMBER_CUDA_BATCH_INVARIANT=1, since
+// there one-token steps otherwise sum in another order than longer ones.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+
+#include "engine/engine.h"
+#include "engine/ngram_drafter.h"
+#include "model/model.h"
+#include "backend_under_test.h"
+#include "random_ids.h"
+#include "stream_result.h"
+#include "tiny_model.h"
+
+using namespace ember;
+
+namespace {
+
+using Result = StreamResult;
+
+GenerationRequest request(std::vector<int32_t> prompt, int max_tokens, float temp = 0, uint64_t seed = 0) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = temp;
+  r.sampling.top_k = temp > 0 ? 40 : 0;
+  r.sampling.top_p = temp > 0 ? 0.95f : 1.0f;
+  r.sampling.seed = seed;
+  r.keep_logits = true;
+  return r;
+}
+
+// Knows each request's answer (from a run without drafts) and drafts it, with
+// every `wrong_every`-th position of the answer replaced by another token
+// (0: never), so that drafts are right, wrong, or right up to some point.
+class OracleDrafter final : public Drafter {
+ public:
+  OracleDrafter(int wrong_every, int vocab) : wrong_every_(wrong_every), vocab_(vocab) {}
+  const char* name() const override { return "oracle"; }
+  void learn(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer) {
+    std::vector<int32_t> all = prompt;
+    all.insert(all.end(), answer.begin(), answer.end());
+    known_.push_back(std::move(all));
+  }
+  void propose(std::span<DraftRequest> requests) override {
+    std::lock_guard lock(m_);
+    ++calls_;
+    for (DraftRequest& r : requests) {
+      r.n = 0;
+      for (const auto& k : known_) {
+        if (k.size() <= r.tokens.size() || !std::equal(r.tokens.begin(), r.tokens.end(), k.begin())) continue;
+        const size_t at = r.tokens.size();
+        const int n = int(std::min<size_t>(size_t(r.max_tokens), k.size() - at));
+        for (int i = 0; i < n; ++i) {
+          const bool wrong = wrong_every_ > 0 && (at + size_t(i)) % size_t(wrong_every_) == 0;
+          r.out[i] = wrong ? (k[at + size_t(i)] + 1) % vocab_ : k[at + size_t(i)];
+        }
+        r.n = n;
+        break;
+      }
+    }
+  }
+  void forget(uint64_t) override { ++forgotten_; }
+  int calls() const { return calls_; }
+  int forgotten() const { return forgotten_; }
+
+ private:
+  int wrong_every_, vocab_;
+  std::vector<std::vector<int32_t>> known_;
+  std::mutex m_;
+  int calls_ = 0, forgotten_ = 0;
+};
+
+class Speculation : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = generate_tiny_model("speculation").release(); }
+  static void TearDownTestSuite() { delete model_; }
+
+  std::unique_ptr<Backend> backend(int n_blocks) { return backend_under_test(*model_, n_blocks, 512, 64, 48); }
+  int vocab() const { return int(model_->desc().vocab); }
+
+  // Each request alone, one token a step: the reference.
+  std::vector<Result> plain(const std::vector<GenerationRequest>& reqs) {
+    auto b = backend(64);
+    return each_alone(*b, reqs);
+  }
+  std::vector<Result> together(Engine& e, const std::vector<GenerationRequest>& reqs) { return all_at_once(e, vocab(), reqs); }
+
+  static Model* model_;
+};
+Model* Speculation::model_ = nullptr;
+
+void expect_same(const Result& got, const Result& want, const std::string& what) {
+  ASSERT_TRUE(got.error.empty()) << what << ": " << got.error;
+  EXPECT_EQ(got.ids, want.ids) << what;
+  EXPECT_EQ(got.logit_hashes, want.logit_hashes) << what << ": logits differ in some bit";
+  EXPECT_EQ(got.reason, want.reason) << what;
+}
+
+EngineOptions drafting(std::shared_ptr<Drafter> d, int k, int running = 8) {
+  EngineOptions o;
+  o.max_running = running;
+  o.draft_tokens = k;
+  o.drafter = std::move(d);
+  return o;
+}
+
+}  // namespace
+
+TEST(NgramDrafter, DraftsWhatFollowedTheLongestMatch) {
+  NgramDrafter d(2, 4);
+  int32_t out[8];
+  // "1 2 3" occurred with 4 5 6 after it; later "2 3" with 9 after it: the longer match wins.
+  std::vector<int32_t> t = {1, 2, 3, 4, 5, 6, 7, 2, 3, 9, 8, 1, 2, 3};
+  ASSERT_EQ(d.draft(t, 3, out), 3);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 3), (std::vector<int32_t>{4, 5, 6}));
+  // At most max_tokens, and never past the end of what is there.
+  ASSERT_EQ(d.draft(t, 1, out), 1);
+  EXPECT_EQ(out[0], 4);
+  std::vector<int32_t> tail = {5, 6, 7, 5, 6};  // "5 6" before, followed by 7, 5, 6 (the sequence's own end)
+  ASSERT_EQ(d.draft(tail, 8, out), 3);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 3), (std::vector<int32_t>{7, 5, 6}));
+  // Among equal matches, the one with more tokens after it, then the most recent.
+  std::vector<int32_t> eq = {1, 2, 7, 7, 7, 1, 2, 8, 1, 2};
+  ASSERT_EQ(d.draft(eq, 4, out), 4);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 4), (std::vector<int32_t>{7, 7, 7, 1}));
+  ASSERT_EQ(d.draft(eq, 2, out), 2);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{8, 1}));
+}
+
+TEST(NgramDrafter, NoDraftWithoutAMatchOfTheShortestLength) {
+  NgramDrafter d(2, 4);
+  int32_t out[4];
+  std::vector<int32_t> t = {1, 2, 3, 4, 9, 3};  // "3" occurred, "9 3" did not
+  EXPECT_EQ(d.draft(t, 4, out), 0);
+  EXPECT_EQ(d.draft({}, 4, out), 0);
+  EXPECT_EQ(d.draft(std::vector<int32_t>{5, 5}, 4, out), 0);  // the only "5 5" is the last two tokens themselves
+  std::vector<int32_t> rep = {5, 5, 5};
+  ASSERT_EQ(d.draft(rep, 4, out), 1);  // "5 5" at 0..1, followed by the last 5
+  EXPECT_EQ(out[0], 5);
+  EXPECT_EQ(d.draft(rep, 0, out), 0);
+  EXPECT_THROW(NgramDrafter(0, 2), Error);
+  EXPECT_THROW(NgramDrafter(3, 2), Error);
+}
+
+TEST_F(Speculation, RightDraftsAreAllKeptAndChangeNoBit) {
+  const std::vector<GenerationRequest> reqs = {request(ids(20, 1), 24), request(ids(33, 2), 17, 0.8f, 7)};
+  const auto want = plain(reqs);
+  auto oracle = std::make_shared<OracleDrafter>(0, vocab());
+  for (size_t i = 0; i < reqs.size(); ++i) oracle->learn(reqs[i].prompt, want[i].ids);
+  auto b = backend(64);
+  Engine e(*b, nullptr, drafting(oracle, 4));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const int64_t steps = e.stats().steps;
+    expect_same(drain(*e.submit(reqs[i]), vocab()), want[i], "request " + std::to_string(i));
+    // 1 prompt step, then 5 tokens a step; the finishing step feeds the last token.
+    EXPECT_LE(e.stats().steps - steps, 2 + (reqs[i].max_tokens + 4) / 5) << "drafts were not used";
+  }
+  const EngineStats st = e.stats();
+  EXPECT_GT(st.draft_tokens, 0);
+  EXPECT_EQ(st.accepted_tokens, st.draft_tokens) << "a right draft was dropped";
+  EXPECT_EQ(oracle->forgotten(), 2);
+  e.check_accounting();
+}
+
+TEST_F(Speculation, WrongDraftsAreAllDroppedAndChangeNoBit) {
+  const std::vector<GenerationRequest> reqs = {request(ids(20, 3), 20), request(ids(9, 4), 20, 1.1f, 3)};
+  const auto want = plain(reqs);
+  auto oracle = std::make_shared<OracleDrafter>(1, vocab());  // every drafted token wrong
+  for (size_t i = 0; i < reqs.size(); ++i) oracle->learn(reqs[i].prompt, want[i].ids);
+  auto b = backend(64);
+  Engine e(*b, nullptr, drafting(oracle, 3));
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(drain(*e.submit(reqs[i]), vocab()), want[i], "request " + std::to_string(i));
+  EXPECT_GT(e.stats().draft_tokens, 30);
+  EXPECT_EQ(e.stats().accepted_tokens, 0);
+  e.check_accounting();
+}
+
+TEST_F(Speculation, DraftsRightForAWhileComposeWithBatchingAndPreemption) {
+  // 12 requests at once, greedy and sampled, some with penalties, on a pool of
+  // 40 blocks: sequences are preempted and resumed from the cache, drafts are
+  // cut short where blocks run out, and each draft goes wrong at some point.
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerationRequest r = request(ids(20 + 13 * i, 10 + i), 24 + i % 5, i % 3 == 0 ? 0.0f : 0.9f, uint64_t(i));
+    if (i % 4 == 1) r.sampling.repetition_penalty = 1.3f;
+    if (i % 4 == 2) r.sampling.presence_penalty = 0.5f;
+    reqs.push_back(std::move(r));
+  }
+  const auto want = plain(reqs);
+  for (int wrong_every : {3, 5}) {
+    auto oracle = std::make_shared<OracleDrafter>(wrong_every, vocab());
+    for (size_t i = 0; i < reqs.size(); ++i) oracle->learn(reqs[i].prompt, want[i].ids);
+    auto b = backend(40);
+    Engine e(*b, nullptr, drafting(oracle, 6, 8));
+    const auto got = together(e, reqs);
+    for (size_t i = 0; i < reqs.size(); ++i)
+      expect_same(got[i], want[i], "wrong every " + std::to_string(wrong_every) + ", request " + std::to_string(i));
+    const EngineStats st = e.stats();
+    EXPECT_GT(st.accepted_tokens, 0);
+    EXPECT_LT(st.accepted_tokens, st.draft_tokens);
+    EXPECT_GT(st.preemptions, 0) << "the pool was meant to be too small for every sequence at once";
+    e.check_accounting();
+  }
+}
+
+TEST_F(Speculation, StopIdInsideADraftEndsTheAnswerThere) {
+  GenerationRequest r = request(ids(25, 5), 30);
+  const Result full = plain({r})[0];
+  ASSERT_EQ(full.ids.size(), 30u);
+  r.stop_ids = {full.ids[9]};
+  const Result want = plain({r})[0];
+  ASSERT_LE(want.ids.size(), 10u);
+  auto oracle = std::make_shared<OracleDrafter>(0, vocab());
+  oracle->learn(r.prompt, full.ids);  // drafts run on past the stop id
+  auto b = backend(64);
+  Engine e(*b, nullptr, drafting(oracle, 8));
+  expect_same(drain(*e.submit(r), vocab()), want, "stop id");
+  e.check_accounting();
+}
+
+TEST_F(Speculation, NextTurnReusesAllOfADraftedAnswer) {
+  const auto a = ids(40, 6);
+  const GenerationRequest r1 = request(a, 21);
+  const Result t1_want = plain({r1})[0];
+  auto oracle = std::make_shared<OracleDrafter>(4, vocab());
+  oracle->learn(a, t1_want.ids);
+  auto b = backend(64);
+  Engine e(*b, nullptr, drafting(oracle, 5));
+  const Result t1 = drain(*e.submit(r1), vocab());
+  expect_same(t1, t1_want, "turn 1");
+  std::vector<int32_t> turn2 = a;
+  turn2.insert(turn2.end(), t1.ids.begin(), t1.ids.end());
+  const auto q = ids(5, 7);
+  turn2.insert(turn2.end(), q.begin(), q.end());
+  const GenerationRequest r2 = request(turn2, 12, 0.7f, 9);
+  const Result t2 = drain(*e.submit(r2), vocab());
+  EXPECT_EQ(t2.cached, int64_t(a.size() + t1.ids.size())) << "the drafted answer must be in the cache, and only it";
+  expect_same(t2, plain({r2})[0], "turn 2");
+  e.check_accounting();
+}
+
+TEST_F(Speculation, NgramDraftsOnTheTinyModelChangeNoBit) {
+  // The tiny model's own answers: what repeats in them gets drafted.
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int32_t> p = ids(12, 20 + i);
+    for (int k = 0; k < 3; ++k) p.insert(p.end(), p.begin(), p.begin() + 12);  // a prompt that repeats itself
+    reqs.push_back(request(p, 40, i % 2 ? 0.0f : 0.6f, uint64_t(i)));
+  }
+  const auto want = plain(reqs);
+  auto b = backend(64);
+  EngineOptions o;
+  o.max_running = 4;
+  o.draft_tokens = 4;
+  Engine e(*b, nullptr, o);
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
+  EXPECT_GT(e.stats().draft_tokens, 0) << "a prompt that repeats itself offers matches";
+  e.check_accounting();
+}
+
+TEST_F(Speculation, DraftTokensOutOfRangeAreRefused) {
+  auto b = backend(16);
+  EngineOptions o;
+  o.draft_tokens = -1;
+  EXPECT_THROW(Engine(*b, nullptr, o), Error);
+  o.draft_tokens = EngineOptions::kMaxDraftTokens + 1;
+  EXPECT_THROW(Engine(*b, nullptr, o), Error);
+}
