@@ -169,7 +169,13 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--host-only") o.host_only = true;
     else if (a == "--no-overlap") o.no_overlap = true;
     else if (a == "--host-sampling") o.host_sampling = true;
-    else if (a == "--draft") o.draft = std::clamp(std::stoi(next()), 0, EngineOptions::kMaxDraftTokens);
+    else if (a == "--draft") {
+      o.draft = std::stoi(next());
+      if (o.draft < 0 || o.draft > EngineOptions::kMaxDraftTokens) {
+        std::fprintf(stderr, "--draft takes 0 to %d tokens\n", EngineOptions::kMaxDraftTokens);
+        return false;
+      }
+    }
     else if (a == "--sample") {
       const std::string v = next();
       if (std::sscanf(v.c_str(), "%f,%d,%f,%f", &o.sampling.temperature, &o.sampling.top_k, &o.sampling.top_p,

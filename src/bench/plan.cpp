@@ -17,9 +17,8 @@ std::vector<std::string> parse_scenarios(const std::string& list) {
   while (std::getline(ss, item, ',')) {
     for (char& c : item) c = char(std::toupper(static_cast<unsigned char>(c)));
     if (item.empty()) continue;
-    if (item == "S9") throw Error("bench: S9 (speculative decoding) is not in `ember bench` yet; bench/speculation/run.sh measures it (ember run --draft-tokens)");
     if (std::find(kAllScenarios.begin(), kAllScenarios.end(), item) == kAllScenarios.end())
-      throw Error("bench: unknown scenario '" + item + "' (S1..S8)");
+      throw Error("bench: unknown scenario '" + item + "' (S1..S9)");
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
   }
   std::sort(out.begin(), out.end());
@@ -28,6 +27,10 @@ std::vector<std::string> parse_scenarios(const std::string& list) {
 }
 
 namespace {
+
+// Tokens of an S9 prompt around its file (the request to rewrite it, the
+// answer's start) and a function's worth of overshoot: PromptMaker::edit.
+constexpr int64_t kEditFraming = 120;
 
 // Keeps the lengths that fit under `cap`; when some do not, `cap` itself ends the list.
 std::vector<int64_t> cap_lengths(std::vector<int64_t> v, int64_t cap, const std::string& what, std::vector<std::string>& notes) {
@@ -61,6 +64,7 @@ Plan base_plan(const PlanRequest& req) {
     p.doc_tokens = 8022 / 8;
     p.session_tokens = 8;
     p.s8_tokens = 16;
+    p.s9_file_tokens = 100;
   }
   return p;
 }
@@ -75,6 +79,7 @@ int64_t context_needed(const PlanRequest& req) {
   if (p.runs("S3")) need = std::max(need, (req.quick ? 2048 : p.s3_lengths.back()) + 1);
   if (p.runs("S4") || p.runs("S5")) need = std::max(need, p.doc_tokens + p.question_tokens + p.session_tokens);
   if (p.runs("S8")) need = std::max(need, (req.quick ? 2048 : p.s8_contexts.back()) + p.s8_tokens);
+  if (p.runs("S9")) need = std::max(need, p.s9_file_tokens + kEditFraming + p.decode_tokens);
   return need;
 }
 
@@ -86,6 +91,10 @@ Plan make_plan(const PlanRequest& req, int64_t context) {
     throw Error("bench: the target's context (" + std::to_string(context) + " tokens) is too small for the scenarios");
   p.s3_lengths = cap_lengths(p.s3_lengths, std::min<int64_t>(limit - 1, req.quick ? 2048 : limit), "S3 prompts", p.notes);
   p.s8_contexts = cap_lengths(p.s8_contexts, std::min<int64_t>(limit - p.s8_tokens, req.quick ? 2048 : limit), "S8 contexts", p.notes);
+  if (p.runs("S9") && p.s9_file_tokens + kEditFraming + p.decode_tokens > limit) {
+    p.s9_file_tokens = std::max<int64_t>(16, limit - kEditFraming - p.decode_tokens);
+    p.notes.push_back("S9's file cut to " + std::to_string(p.s9_file_tokens) + " tokens by the context");
+  }
   if (p.doc_tokens + p.question_tokens + p.session_tokens > limit) {
     p.doc_tokens = limit - p.question_tokens - p.session_tokens;
     p.notes.push_back("S4/S5 documents cut to " + std::to_string(p.doc_tokens) + " tokens by the context");

@@ -8,17 +8,20 @@
 
 namespace ember::bench {
 
-inline const std::vector<std::string> kAllScenarios = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"};
+inline const std::vector<std::string> kAllScenarios = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"};
+// What runs unless --scenarios says: S9 compares two servers (with and
+// without speculative decoding), so it is asked for by name.
+inline const std::vector<std::string> kDefaultScenarios = {"S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8"};
 
 struct PlanRequest {
-  std::vector<std::string> scenarios = kAllScenarios;
+  std::vector<std::string> scenarios = kDefaultScenarios;
   int rounds = 0;            // 0: 3, or 1 with quick
   std::vector<int> clients;  // empty: 1..64, or 1,2,4 with quick
   bool quick = false;
 };
 
 struct Plan {
-  std::vector<std::string> scenarios;  // as asked, in S1..S8 order
+  std::vector<std::string> scenarios;  // as asked, in S1..S9 order
   std::vector<std::string> run;        // the ones that send requests (S6 and S7 ride on others)
   int rounds = 3;
   int64_t context = 0;  // the target's context (the smallest of the targets')
@@ -37,6 +40,8 @@ struct Plan {
   // S8: decode after a long context.
   std::vector<int64_t> s8_contexts;
   int s8_tokens = 64;
+  // S9: a code-editing prompt (a file of this many tokens to repeat with a change) and S1's prompt.
+  int64_t s9_file_tokens = 400;
   std::vector<std::string> notes;  // what capping changed
 
   bool has(const std::string& s) const;     // asked for

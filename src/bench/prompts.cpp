@@ -1,6 +1,7 @@
 #include "bench/prompts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "tokenizer/tokenizer.h"
@@ -72,6 +73,37 @@ std::vector<int32_t> PromptMaker::text(int64_t n) {
   ids.reserve(size_t(std::max<int64_t>(n, 0)) + 64);
   while (int64_t(ids.size()) < n) append_sentence(ids);
   ids.resize(size_t(std::max<int64_t>(n, 0)));
+  return ids;
+}
+
+std::vector<int32_t> PromptMaker::edit(int64_t n) {
+  if (!tok_) {
+    std::vector<int32_t> ids = document(std::max<int64_t>(n, 10));
+    ids.insert(ids.end(), ids.begin(), ids.begin() + ids.size() / 10);
+    return ids;
+  }
+  const size_t n_words = sizeof(kWords) / sizeof(kWords[0]);
+  auto word = [&] {
+    std::string w = kWords[rng_() % n_words];
+    for (char& c : w) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return w;
+  };
+  std::string file = "import math\n\n";
+  for (int f = 0; int64_t(tok_->encode(file, false, false).size()) < n; ++f) {
+    const std::string a = word(), b = word(), c = word();
+    file += "def step_" + a + "_" + std::to_string(f) + "(" + b + ", " + c + "):\n";
+    file += "    \"\"\"Return the " + word() + " of " + b + " and " + c + ".\"\"\"\n";
+    file += "    total = " + b + " * " + std::to_string(2 + rng_() % 9) + " + " + c + "\n";
+    file += "    if total > " + std::to_string(rng_() % 100) + ":\n";
+    file += "        return math.sqrt(total)\n";
+    file += "    return total - " + std::to_string(rng_() % 50) + "\n\n";
+  }
+  const std::string prompt = "Here is a Python file:\n\n```python\n" + file +
+                             "```\n\nRewrite the whole file with every `step_` prefix renamed to `run_`. Output only the file.\n\n"
+                             "```python\nimport math\n\n";
+  std::vector<int32_t> ids = {fresh_first()};
+  const std::vector<int32_t> t = tok_->encode(prompt, false, false);
+  ids.insert(ids.end(), t.begin(), t.end());
   return ids;
 }
 

@@ -26,6 +26,11 @@ class PromptMaker {
   std::vector<int32_t> document(int64_t n);
   // n tokens of text with no uniqueness rule (a question appended to a document).
   std::vector<int32_t> text(int64_t n);
+  // A code-editing prompt (S9): a source file of about n tokens, a line asking
+  // for it again with one change, and the start of that answer, so that a
+  // model's answer repeats most of its input. Without a tokenizer: n ids, then
+  // their first tenth again.
+  std::vector<int32_t> edit(int64_t n);
 
   bool has_tokenizer() const { return tok_ != nullptr; }
 

@@ -70,6 +70,10 @@ json sample_json(const Sample& s) {
     j["cpu_s"] = s.cpu_s;
     j["cpu_wall_s"] = s.cpu_wall_s;
   }
+  if (s.drafted >= 0) {
+    j["drafted"] = s.drafted;
+    j["kept"] = s.kept;
+  }
   return j;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <latch>
+#include <optional>
 #include <thread>
 
 #include "bench_util.h"
@@ -99,6 +101,7 @@ void Suite::run(const std::function<void()>& checkpoint) {
       if (id == "S4") s4(round);
       if (id == "S5") s5(round);
       if (id == "S8") s8(round);
+      if (id == "S9") s9(round);
     }
     for (size_t t = 0; t < results_.size(); ++t) results_[t].memory[id] = probes_[t]->end();
     summarize(id);
@@ -239,6 +242,49 @@ void Suite::s8(int round) {
       results_[t].scenarios["S8"].samples.push_back(std::move(s));
     }
   }
+}
+
+namespace {
+
+// A server's speculative decoding counters (ember's /metrics), when it reports them.
+std::optional<std::pair<int64_t, int64_t>> draft_counters(const Endpoint& ep) {
+  const auto text = http_get(ep, "/metrics");
+  if (!text) return std::nullopt;
+  auto value = [&](const std::string& name) -> std::optional<int64_t> {
+    const size_t at = text->find("\n" + name + " ");
+    if (at == std::string::npos) return std::nullopt;
+    return int64_t(std::strtod(text->c_str() + at + name.size() + 2, nullptr));
+  };
+  const auto d = value("ember_draft_tokens_total"), k = value("ember_draft_tokens_accepted_total");
+  if (!d || !k) return std::nullopt;
+  return std::pair{*d, *k};
+}
+
+}  // namespace
+
+// S9: the same two greedy requests on every server, one after another (a
+// code-editing prompt whose answer repeats most of it, and S1's free-form
+// prompt): decode speed, the drafts each server made and kept, and whether
+// its answers are those of the first server.
+void Suite::s9(int round) {
+  if (s9_prompts_.empty()) s9_prompts_ = {prompts_.edit(plan_.s9_file_tokens), prompts_.document(plan_.short_prompt)};
+  const char* labels[] = {"edit", "free"};
+  for (size_t k = 0; k < s9_prompts_.size(); ++k)
+    for (size_t t = 0; t < results_.size(); ++t) {
+      if (out_of_time("S9 " + std::string(labels[k]) + ", " + round_text(plan_, round))) return;
+      progress_.status("S9 " + round_text(plan_, round) + " on " + results_[t].target.name + ": " + labels[k] + " prompt");
+      const auto before = draft_counters(results_[t].target.ep);
+      Sample s;
+      s.label = labels[k];
+      s.round = round;
+      s.r = request(t, s9_prompts_[k], plan_.decode_tokens);
+      const auto after = draft_counters(results_[t].target.ep);
+      if (before && after) {
+        s.drafted = after->first - before->first;
+        s.kept = after->second - before->second;
+      }
+      results_[t].scenarios["S9"].samples.push_back(std::move(s));
+    }
 }
 
 double Suite::roofline_at(double context) const {
@@ -436,6 +482,50 @@ void Suite::summarize(const std::string& id) {
         row["runs"] = ss.size();
         sr.rows.push_back(row);
       }
+    } else if (id == "S9") {
+      const std::string first = results_[0].target.name;
+      sr.title = "S9 speculative decoding: a code-editing prompt (a " + std::to_string(plan_.s9_file_tokens) +
+                 "-token file to repeat with a change) and a free-form one, " + std::to_string(plan_.decode_tokens) +
+                 " new tokens, greedy";
+      sr.columns = {{"prompt", "prompt"},         {"prompt_tokens", "prompt tokens"},        {"decode_tps", "decode tok/s", 1},
+                    {"vs_first", "vs " + first, 2}, {"drafted_per_token", "drafted per token", 2}, {"kept_pct", "drafts kept %", 1},
+                    {"same_answers", "answers as " + first}, {"runs", "runs"}};
+      const ScenarioResult& base = results_[0].scenarios["S9"];
+      for (const char* label : {"edit", "free"}) {
+        const auto ss = ok_with(label);
+        std::vector<const Sample*> bs;
+        for (const Sample& b : base.samples)
+          if (b.label == label && b.r.ok()) bs.push_back(&b);
+        const double tps = ss.empty() ? 0 : median(collect(ss, [](const Sample& s) { return s.r.decode_tps(); }));
+        const double base_tps = bs.empty() ? 0 : median(collect(bs, [](const Sample& s) { return s.r.decode_tps(); }));
+        int64_t drafted = 0, kept = 0, generated = 0;
+        bool reported = !ss.empty();
+        int same = 0, compared = 0;
+        for (const Sample* x : ss) {
+          reported = reported && x->drafted >= 0;
+          drafted += std::max<int64_t>(x->drafted, 0);
+          kept += std::max<int64_t>(x->kept, 0);
+          generated += x->r.generated();
+          for (const Sample* b : bs)
+            if (b->round == x->round) {
+              ++compared;
+              same += b->r.text == x->r.text;
+            }
+        }
+        json row;
+        row["prompt"] = label;
+        row["prompt_tokens"] = s9_prompts_.empty() ? json(nullptr) : json(s9_prompts_[std::string(label) == "edit" ? 0 : 1].size());
+        row["decode_tps"] = num_or_null(tps, tps > 0);
+        row["vs_first"] = num_or_null(tps / base_tps, tps > 0 && base_tps > 0);
+        row["drafted_per_token"] = num_or_null(double(drafted) / double(std::max<int64_t>(generated, 1)), reported);
+        row["kept_pct"] = num_or_null(100.0 * double(kept) / double(std::max<int64_t>(drafted, 1)), reported && drafted > 0);
+        row["same_answers"] = std::to_string(same) + "/" + std::to_string(compared);
+        row["runs"] = ss.size();
+        row["failed"] = failed_with(label);
+        sr.rows.push_back(row);
+      }
+      sr.notes = {"a server that drafts must give the same greedy answers as one that does not (ember: the same bits on the CPU; "
+                  "on CUDA with EMBER_CUDA_BATCH_INVARIANT=1); drafts per token and kept share from the server's /metrics"};
     }
   }
 }

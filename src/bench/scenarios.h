@@ -1,4 +1,4 @@
-// The scenario runner: S1..S8 of ../shared/bench.md against one or two
+// The scenario runner: S1..S9 of ../shared/bench.md against one or two
 // servers (--interleave: round r of a scenario runs on the first server, then
 // the second, then round r + 1), every request timed from the stream, each
 // scenario summed up in a table of rows once its rounds are done.
@@ -47,6 +47,7 @@ struct Sample {
   int64_t expected_reuse = -1;  // S4, S5: the longest prefix shared with an earlier prompt (capped at its length - 1)
   StreamResult r;
   double cpu_s = -1, cpu_wall_s = -1;  // S1: the server's CPU seconds over wall seconds of decoding
+  int64_t drafted = -1, kept = -1;     // S9: the server's draft tokens over the request (its /metrics; -1: not reported)
 };
 
 struct Column {
@@ -96,6 +97,7 @@ class Suite {
   void session(const std::string& id, int round,
                const std::vector<std::pair<const std::vector<int32_t>*, std::string>>& order);
   void s8(int round);
+  void s9(int round);
   void summarize(const std::string& id);
   double roofline_at(double context) const;  // tok/s; 0 unknown
 
@@ -108,6 +110,7 @@ class Suite {
   std::vector<TargetResult> results_;
   std::vector<std::unique_ptr<ServerProbe>> probes_;
   std::vector<std::vector<int32_t>> s8_prompts_;  // one per context, made once: rounds after the first find it cached
+  std::vector<std::vector<int32_t>> s9_prompts_;  // the code-editing prompt and the free-form one, made once
   std::vector<std::string> skipped_;
   std::string current_;  // the scenario running
 };

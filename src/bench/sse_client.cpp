@@ -65,6 +65,7 @@ bool parse_sse_event(const std::string& event, double at, StreamResult& r) {
         if (auto t = d->find(k); t != d->end() && t->is_string()) text += t->get<std::string>();
     }
     if (!text.empty()) r.text_times.push_back(at - r.start);
+    r.text += text;
     if (auto f = ch.find("finish_reason"); f != ch.end() && f->is_string()) r.finish_reason = f->get<std::string>();
   }
   if (auto u = j.find("usage"); u != j.end() && u->is_object()) {

@@ -44,6 +44,7 @@ struct StreamResult {
   double end = 0;     // seconds after start: [DONE] or the end of the body
   int64_t prompt_tokens = -1, cached_tokens = -1, completion_tokens = -1;  // from usage; -1: not sent
   std::string finish_reason;
+  std::string text;  // the answer, concatenated (S9 compares answers)
 
   bool ok() const { return error.empty(); }
   double ttft() const { return text_times.empty() ? -1 : text_times.front(); }

@@ -43,7 +43,8 @@ using json = nlohmann::json;
 
 struct BenchFlags {
   std::string model, url, tokenizer, backend = "auto", serve_args, interleave, json_path, plot_dir, server_log;
-  std::string scenarios = "S1,S2,S3,S4,S5,S6,S7,S8", clients, api_key, name, interleave_name;
+  std::string draft_args = "--draft-tokens 4";  // S9's second server: the first's arguments and these
+  std::string scenarios = "S1,S2,S3,S4,S5,S6,S7,S8", clients, api_key, name, interleave_name;  // S9 by name only
   std::string roofline = "auto";
   double bandwidth = 0, time_limit = 0;
   int rounds = 0;
@@ -209,7 +210,7 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   if (bw) progress.line("roofline: " + std::to_string(int(bw->gbs)) + " GB/s (" + bw->note + ")");
 
   // The servers.
-  std::unique_ptr<ServerChild> child;
+  std::unique_ptr<ServerChild> child, drafting_child;
   std::vector<Target> targets;
   if (f.url.empty()) {
     std::vector<std::string> args = {"--model", f.model, "--backend", f.backend};
@@ -240,6 +241,26 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
     progress.line("ember serve ready at " + t.ep.url + " (pid " + std::to_string(t.pid) + ", context " + std::to_string(t.context) +
                   ", log " + log + ")");
     targets.push_back(std::move(t));
+    // S9 compares decoding with and without drafts: a second ember, the same
+    // but for --draft-args, every scenario interleaved over the two.
+    const bool s9 = std::find(req.scenarios.begin(), req.scenarios.end(), "S9") != req.scenarios.end();
+    if (s9 && f.interleave.empty()) {
+      std::vector<std::string> dargs = args;
+      for (const std::string& a : split_args(f.draft_args)) dargs.push_back(a);
+      const std::string dlog = log.substr(0, log.size() - std::min<size_t>(4, log.size())) + "-drafts.log";
+      progress.status("starting ember serve with " + f.draft_args + " (log: " + dlog + ")");
+      drafting_child = std::make_unique<ServerChild>(dargs, dlog);
+      drafting_child->wait_ready();
+      Target d;
+      d.name = targets[0].name + " " + f.draft_args;
+      d.ep = {drafting_child->url(), "", ""};
+      d.pid = drafting_child->pid();
+      d.started = true;
+      d.backend = targets[0].backend;
+      describe_server(d, ctx, ctx, progress);
+      progress.line("ember serve " + f.draft_args + " ready at " + d.ep.url + " (pid " + std::to_string(d.pid) + ")");
+      targets.push_back(std::move(d));
+    }
   } else {
     Target t = url_target(f.url, f.name, f, local.max_context, progress);
     t.pid = f.server_pid > 0 ? pid_t(f.server_pid) : (url_is_loopback(t.ep.url) ? pid_listening_on(url_port(t.ep.url)) : -1);
@@ -278,9 +299,10 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   if (!f.plot_dir.empty())
     for (const std::string& p : write_plots(suite, f.plot_dir)) progress.line("wrote " + p);
   if (!f.json_path.empty()) progress.line("wrote " + f.json_path);
-  if (child) {
-    const int code = child->stop();
-    if (code != 0) progress.line("warning: ember serve exited with status " + std::to_string(code) + "; its log: " + child->log_path());
+  for (auto* c : {child.get(), drafting_child.get()}) {
+    if (!c) continue;
+    const int code = c->stop();
+    if (code != 0) progress.line("warning: ember serve exited with status " + std::to_string(code) + "; its log: " + c->log_path());
   }
   std::fputs(to_markdown(suite, info).c_str(), stdout);
   std::fflush(stdout);
@@ -321,15 +343,18 @@ void run_roofline(const RooflineFlags& f) {
 }  // namespace
 
 void add_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Benchmark a server over HTTP: the scenarios S1-S8 (docs/bench.md)");
+  auto* cmd = app.add_subcommand("bench", "Benchmark a server over HTTP: the scenarios S1-S9 (docs/bench.md)");
   static BenchFlags f;
   cmd->add_option("--model", f.model, "GGUF model: ember serves it (unless --url), its tokenizer makes the prompts, its tensors give bytes per token");
   cmd->add_option("--url", f.url, "A running OpenAI-compatible server (http://host:port) instead of starting ember");
   cmd->add_option("--backend", f.backend, "Backend of the server ember starts: cpu, cuda or auto");
   cmd->add_option("--serve-args", f.serve_args, "More arguments for `ember serve`, e.g. \"--threads 8 --kv-mem 8G\"");
+  cmd->add_option("--draft-args", f.draft_args,
+                  "S9: the second ember server (started beside the first, every scenario interleaved) adds these arguments "
+                  "(default \"--draft-tokens 4\"; e.g. \"--draft-model small.gguf\")");
   cmd->add_option("--server-log", f.server_log, "Where the started server's log goes (default: a file in the temporary folder)");
   cmd->add_option("--tokenizer", f.tokenizer, "Tokenizer for the prompts: a GGUF file, a tokenizer.json or its folder");
-  cmd->add_option("--scenarios", f.scenarios, "Which of S1..S8 to run, e.g. S1,S3");
+  cmd->add_option("--scenarios", f.scenarios, "Which of S1..S9 to run, e.g. S1,S3 (default S1..S8; S9 also starts a second ember with --draft-args)");
   cmd->add_option("--rounds", f.rounds, "Rounds of each scenario (default 3; 1 with --quick)")->check(CLI::Range(1, 100));
   cmd->add_option("--clients", f.clients, "S2 client counts (default 1,2,4,8,16,32,64; 1,2,4 with --quick)");
   cmd->add_flag("--quick", f.quick, "Reduced sizes: prompts an eighth, contexts up to 2048, fewer tokens and clients");

@@ -82,7 +82,8 @@ void run(RunOptions o, const CLI::App& cmd) {
   const double prefill_s = std::chrono::duration<double>(t_first - t0).count();
   const double decode_s = std::chrono::duration<double>(t2 - t_first).count();
   std::string drafts;
-  if (o.engine.draft_tokens > 0) {
+  if (o.engine.draft_tokens > 0 || !o.engine.draft_model.empty()) {
+    e.engine->wait_idle();  // the stream may end inside the step whose counts are not in stats() yet
     const EngineStats st = e.engine->stats();
     drafts = " | drafted " + std::to_string(st.draft_tokens) + " tokens, kept " + std::to_string(st.accepted_tokens);
   }

@@ -7,6 +7,7 @@
 
 #include "backend/backend_factory.h"
 #include "cli/flag_checks.h"
+#include "engine/model_drafter.h"
 #include "engine/sampling_validation.h"
 #include "gguf/gguf.h"
 #include "hub/hf_download.h"
@@ -32,6 +33,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "Speculative decoding: up to N tokens a step guessed from earlier text of the same conversation and checked "
                   "in one pass (the output is the same; faster where answers repeat their input; 0: off)")
       ->check(integer_in("draft tokens", 0, EngineOptions::kMaxDraftTokens));
+  cmd->add_option("--draft-model", f.draft_model,
+                  "Speculative decoding with drafts from this smaller model of the same tokenizer (GGUF file or Hugging Face "
+                  "folder), on the same backend; --draft-tokens defaults to 4 with it");
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
@@ -87,6 +91,32 @@ std::string model_path(const EngineFlags& f) {
   return f.model;
 }
 
+namespace {
+
+// The draft model of --draft-model, on a backend of the served model's kind
+// with KV blocks for every parallel sequence's context. Its tokenizer must be
+// the served model's, token for token: a draft is a list of ids.
+std::shared_ptr<Drafter> load_draft_model(const EngineFlags& f, const LoadedEngine& e, const BackendOptions& served) {
+  auto model = Model::load(f.draft_model);
+  const ModelDesc& d = model->desc();
+  const auto tok = tokenizer_of(*model);
+  const int32_t n = e.tok ? e.tok->vocab_size() : 0;
+  bool same = (tok.has_value() == bool(e.tok)) && d.vocab == e.model->desc().vocab;
+  if (same && tok) {
+    same = tok->vocab_size() == n;
+    for (int32_t id = 0; same && id < n; ++id) same = tok->token_bytes(id) == e.tok->token_bytes(id);
+  }
+  if (!same) throw Error("--draft-model " + f.draft_model + " does not share the model's tokenizer: its drafts would be other tokens");
+  BackendOptions bo = served;
+  bo.limits.max_context = std::min<int64_t>(served.limits.max_context, d.max_context);
+  bo.limits.max_logit_rows = f.parallel;
+  bo.kv_mem = kv_bytes_for(d, bo, bo.limits.max_context) * uint64_t(f.parallel);
+  auto backend = make_backend(*model, bo);
+  return std::make_shared<ModelDrafter>(std::move(model), std::move(backend), e.model->desc().vocab);
+}
+
+}  // namespace
+
 LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   check_integer("--parallel", f.parallel, 1, 1024);
   if (f.step_tokens < f.parallel || f.step_tokens > 65536)
@@ -102,11 +132,12 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   bo.limits.max_context = resolve_context(f.ctx_option && f.ctx_option->count() ? std::optional<int64_t>(f.ctx) : std::nullopt,
                                           d.max_context);
   bo.limits.max_tokens = f.step_tokens;
+  const int draft_tokens = f.draft_tokens > 0 || f.draft_model.empty() ? f.draft_tokens : 4;
   // A drafting sequence's step returns a logit row for each of its tokens: rows
   // for four whole drafts a step (drafts matter most with few sequences, and
   // each row is a vocabulary of floats on the backend).
   bo.limits.max_logit_rows =
-      int(std::min<int64_t>(f.step_tokens, int64_t(f.parallel) + int64_t(std::min(f.parallel, 4)) * f.draft_tokens));
+      int(std::min<int64_t>(f.step_tokens, int64_t(f.parallel) + int64_t(std::min(f.parallel, 4)) * draft_tokens));
   bo.kv_type = parse_kv_type(f.kv_type);
   bo.n_threads = validate_threads(f.threads);
   if (!f.kv_mem.empty()) bo.kv_mem = parse_bytes(f.kv_mem);
@@ -118,7 +149,8 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   eo.max_running = f.parallel;
   eo.step_tokens = f.step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
-  eo.draft_tokens = f.draft_tokens;
+  eo.draft_tokens = draft_tokens;
+  if (!f.draft_model.empty()) eo.drafter = load_draft_model(f, e, bo);
   if (!f.cache_host_mem.empty()) eo.cache_host_mem = parse_bytes(f.cache_host_mem);
   e.engine = std::make_unique<Engine>(*e.backend, e.tok.get(), eo);
   return e;

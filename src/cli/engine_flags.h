@@ -29,7 +29,8 @@ struct EngineFlags {
   int parallel = 1;
   int step_tokens = 256;
   bool no_prefix_cache = false;
-  int draft_tokens = 0;        // speculative decoding: n-gram drafts of up to this many tokens (0: off)
+  int draft_tokens = 0;        // speculative decoding: drafts of up to this many tokens (0: off) ...
+  std::string draft_model;     // ... from this model (same tokenizer), else by n-gram lookup
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f);

@@ -32,6 +32,9 @@ class Drafter {
   virtual void propose(std::span<DraftRequest> requests) = 0;
   // The sequence has left the engine: forget whatever is kept about it.
   virtual void forget(uint64_t /*seq_id*/) {}
+  // Whether a draft costs real work (a model's steps): then only the sequences
+  // the step has room for are asked, rather than every one that may draft.
+  virtual bool costly() const { return false; }
 };
 
 }  // namespace ember

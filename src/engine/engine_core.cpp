@@ -49,6 +49,7 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
     dl.step_tokens = step_tokens_of(backend, opt);
     dl.max_logit_rows = backend.limits().max_logit_rows;
     dl.max_context = backend.limits().max_context;
+    dl.vocab = backend.model().desc().vocab;
     drafts_ = std::make_unique<DraftPlanner>(*drafter_, kv_, dl, opt.max_running);
   }
   for (auto* plan : {&plan_, &next_plan_}) plan->reserve(size_t(opt.max_running) + 1);
@@ -213,7 +214,7 @@ bool EngineCore::look_ahead() {
     if (st.n_tokens != 1 || !picked) return false;
     ++in_step;
     if (s->state != Sequence::State::Running) continue;  // finishing: step t feeds its last token
-    if (drafts_ && drafts_->may_draft(*s)) return false;  // its next step may feed a draft, known only after t
+    if (drafts_ && drafts_->may_draft(*s, int(sched_.running().size()))) return false;  // its next step may feed a draft, known only after t
     if (kv_.grow(*s, s->n_computed + 2) < s->n_computed + 2) return false;
     next_plan_.push_back({s, 1, LogitsWanted::Last});
     SeqStep n;
@@ -297,14 +298,21 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows) {
   const int64_t pos = s.n_computed;
   for (int i = 0; i <= n_draft; ++i) {
     s.n_computed = pos + i + 1;  // the fed tokens up to i are in the KV
-    if (!deliver(s, rows + i * vocab, 0)) return;  // ended (and maybe retired): nothing after counts
-    if (i == n_draft || s.tokens.back() != s.fed[size_t(i) + 1]) return;
-    ++accepted_tokens_;
+    const bool drafted = i < n_draft;
+    const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
+    const bool goes_on = deliver(s, rows + i * vocab, 0);  // false: ended (and maybe retired), nothing after counts
+    const bool kept = drafted && (goes_on ? s.tokens.back() == guess : last_delivered_ == guess);
+    accepted_tokens_ += kept;
+    if (!goes_on) return;
+    if (!kept) break;
   }
+  // Blocks grown for positions dropped go back at once: the next step needs one more position.
+  kv_.trim(s, s.n_computed + 1);
 }
 
 bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
   const int64_t vocab = backend_.model().desc().vocab;
+  last_delivered_ = -1;
   int32_t id;
   std::string piece;
   bool stopped = false;
@@ -323,6 +331,7 @@ bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
       id = s.sampler.sample(logits, s.tokens);
     }
     s.tokens.push_back(id);
+    last_delivered_ = id;
     ++s.generated;
     const bool eog = !s.req.ignore_eos && ((tok_ && tok_->is_end_of_generation(id)) ||
                                            std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end());

@@ -126,6 +126,7 @@ class EngineCore {
   uint64_t next_id_ = 0;
   int64_t steps_ = 0, steps_ahead_ = 0;
   int64_t draft_tokens_ = 0, accepted_tokens_ = 0;
+  int32_t last_delivered_ = -1;  // the token deliver() took last (verify() reads it after a sequence ended)
 };
 
 }  // namespace ember

@@ -74,6 +74,14 @@ int64_t KvManager::grow(Sequence& s, int64_t positions, bool evict) {
   return int64_t(s.blocks.size()) * bs_;
 }
 
+void KvManager::trim(Sequence& s, int64_t positions) {
+  const size_t keep = size_t((positions + bs_ - 1) / bs_);
+  while (s.blocks.size() > keep) {
+    alloc_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+}
+
 void KvManager::release(Sequence& s) {
   if (cache_enabled_) {
     if (s.n_computed > 0) cache_.insert(std::span(s.tokens).first(size_t(s.n_computed)), s.blocks);

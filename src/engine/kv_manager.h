@@ -48,6 +48,9 @@ class KvManager {
   // prefixes when no block is free (unless `evict` is false). Returns the
   // positions the table covers.
   int64_t grow(Sequence& s, int64_t positions, bool evict = true);
+  // Gives back the blocks past the first `positions` positions (blocks grown
+  // for a draft that was dropped: never shared, so free at once).
+  void trim(Sequence& s, int64_t positions);
   // Gives up the sequence's blocks; with the cache on, its computed tokens stay there first.
   void release(Sequence& s);
 

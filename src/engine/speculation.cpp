@@ -13,9 +13,9 @@ DraftPlanner::DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& l
   entries_.reserve(size_t(max_running));
 }
 
-bool DraftPlanner::may_draft(const Sequence& s) const {
-  return s.state == Sequence::State::Running && s.pending() == 1 && s.generated + 1 < s.req.max_tokens &&
-         int64_t(s.tokens.size()) + 1 < lim_.max_context;
+bool DraftPlanner::may_draft(const Sequence& s, int decoding) const {
+  return std::min(lim_.step_tokens, lim_.max_logit_rows) > decoding && s.state == Sequence::State::Running &&
+         s.pending() == 1 && s.generated + 1 < s.req.max_tokens && int64_t(s.tokens.size()) + 1 < lim_.max_context;
 }
 
 int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
@@ -24,17 +24,21 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     tokens -= p.n_tokens;
     rows -= int(p.logits == LogitsWanted::All ? p.n_tokens : p.logits == LogitsWanted::None ? 0 : 1);
   }
-  // Oldest first, as the scheduler plans: each request asks for what is left after those before it.
+  // Every decoding sequence asks (a costly drafter: those the room holds,
+  // each counted at its most); the room is then shared out oldest first, as
+  // the scheduler plans, by the drafts actually made.
   requests_.clear();
   entries_.clear();
   int room = std::min(tokens, rows);
-  for (size_t i = 0; i < plan.size() && room > 0; ++i) {
+  if (room <= 0) return 0;
+  int asked = 0;
+  for (size_t i = 0; i < plan.size() && !(drafter_.costly() && asked >= room); ++i) {
     const PlannedSeq& p = plan[i];
     Sequence& s = *p.seq;
-    if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s)) continue;
+    if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s, 0)) continue;
     // A step yields at most 1 + n tokens: no draft past max_tokens or the context.
     const int64_t left = std::min<int64_t>(s.req.max_tokens - s.generated, lim_.max_context - int64_t(s.tokens.size())) - 1;
-    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, room}));
+    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, drafter_.costly() ? room - asked : room}));
     if (max <= 0) continue;
     DraftRequest r;
     r.seq_id = s.id;
@@ -43,15 +47,18 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     r.out = s.fed.data() + 1;
     requests_.push_back(r);
     entries_.push_back(i);
-    room -= max;
+    asked += max;
   }
   if (requests_.empty()) return 0;
   drafter_.propose(requests_);
   int planned = 0;
-  for (size_t k = 0; k < requests_.size(); ++k) {
+  for (size_t k = 0; k < requests_.size() && room > 0; ++k) {
     PlannedSeq& p = plan[entries_[k]];
     Sequence& s = *p.seq;
-    int n = std::clamp(requests_[k].n, 0, requests_[k].max_tokens);
+    int n = std::clamp(requests_[k].n, 0, std::min(requests_[k].max_tokens, room));
+    // A drafter's id outside the vocabulary would fail the whole step: the draft ends before it.
+    for (int i = 0; i < n; ++i)
+      if (s.fed[size_t(i) + 1] < 0 || s.fed[size_t(i) + 1] >= lim_.vocab) n = i;
     // Positions for the draft from free blocks only: a guess is not worth a cached prefix.
     const int64_t covered = kv_.grow(s, s.n_computed + 1 + n, /*evict=*/false);
     n = int(std::min<int64_t>(n, covered - s.n_computed - 1));
@@ -61,6 +68,7 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     p.n_tokens = 1 + n;
     p.logits = LogitsWanted::All;
     planned += n;
+    room -= n;
   }
   return planned;
 }

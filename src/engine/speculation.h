@@ -23,13 +23,15 @@ struct DraftLimits {
   int step_tokens = 0;     // the step's token budget
   int max_logit_rows = 0;  // the step's logit rows
   int64_t max_context = 0;
+  int vocab = 0;           // draft ids must be below it
 };
 
 class DraftPlanner {
  public:
   DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& lim, int max_running);
-  // Whether the sequence would be offered a draft when it next decodes.
-  bool may_draft(const Sequence& s) const;
+  // Whether the sequence would be offered a draft when it next decodes in a
+  // step of `decoding` sequences decoding one token each (which leave room or not).
+  bool may_draft(const Sequence& s, int decoding) const;
   // Lengthens the planned step's decoding entries by their drafts: sets
   // n_draft, n_tokens = 1 + n_draft, logits All, and the sequence's `fed`
   // (its next token, then the draft). Returns the draft tokens planned.

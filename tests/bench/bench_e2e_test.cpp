@@ -182,6 +182,31 @@ TEST_F(BenchEndToEnd, UrlOfAnotherServerWithTheModelsTokenizer) {
   EXPECT_EQ(r.out.find("## S3 "), std::string::npos);
 }
 
+// S9: the bench starts a second ember with --draft-args; both give the same
+// greedy answers, and the second's /metrics report its drafts.
+TEST_F(BenchEndToEnd, S9ComparesASecondServerThatDrafts) {
+  const fs::path json_path = dir_ / "s9.json";
+  const Outcome r = run(std::string(EMBER_BIN) + " bench --model " + model_ + " --quick --seed 3 --no-progress --roofline off" +
+                    " --scenarios S9 --serve-args '--threads 1' --draft-args '--draft-tokens 3' --json " + json_path.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const json doc = json::parse(slurp(json_path));
+  ASSERT_EQ(doc["targets"].size(), 2u);
+  EXPECT_NE(doc["targets"][1]["name"].get<std::string>().find("--draft-tokens 3"), std::string::npos);
+  for (size_t t = 0; t < 2; ++t) {
+    const json& rows = scenario(doc, t, "S9")["rows"];
+    ASSERT_EQ(rows.size(), 2u);
+    for (const json& row : rows) {
+      EXPECT_EQ(row["same_answers"], "1/1") << t << " " << row["prompt"];
+      EXPECT_EQ(row["runs"], 1);
+    }
+    const json* edit = sample(scenario(doc, t, "S9"), "edit");
+    ASSERT_TRUE(edit);
+    ASSERT_TRUE(edit->contains("drafted")) << "ember's /metrics report drafts";
+    if (t == 0) EXPECT_EQ((*edit)["drafted"], 0);
+  }
+  EXPECT_NE(r.out.find("## S9 speculative decoding"), std::string::npos) << r.out;
+}
+
 TEST_F(BenchEndToEnd, RooflineAndBadFlags) {
   const Outcome roof = run(std::string(EMBER_BIN) + " bench roofline --device cpu --mib 32 --model " + model_);
   ASSERT_EQ(roof.code, 0) << roof.out;

@@ -154,7 +154,13 @@ TEST(BenchPlan, QuickSizesFitTheContextAndCapsAreNoted) {
   const Plan o = make_plan(only67, 4096);
   EXPECT_EQ(o.run, (std::vector<std::string>{"S1"}));  // S6 and S7 ride on S1
   EXPECT_THROW(parse_scenarios("S1,S10"), Error);
-  EXPECT_THROW(parse_scenarios("S9"), Error);
+  EXPECT_EQ(parse_scenarios("s9,S1"), (std::vector<std::string>{"S1", "S9"}));
+  EXPECT_EQ(PlanRequest{}.scenarios, kDefaultScenarios);  // S9 only when asked for
+  PlanRequest s9;
+  s9.scenarios = {"S9"};
+  s9.quick = true;
+  EXPECT_EQ(make_plan(s9, 4096).run, (std::vector<std::string>{"S9"}));
+  EXPECT_EQ(make_plan(s9, 200).s9_file_tokens, 200 - 120 - 32);  // the file cut to fit the context
   EXPECT_THROW(make_plan(full, 100), Error);
 }
 

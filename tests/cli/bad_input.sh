@@ -40,6 +40,8 @@ expect_error unknown-arch     "supported"                     -- "$ember" run --
 expect_error bad-id           "vocabulary"                    -- "$ember" run --model "$peer" --ids 1,999999
 expect_error draft-tokens     "draft tokens"                  -- "$ember" run --model "$peer" --ids 1,2 --draft-tokens 99
 expect_error draft-negative   "draft tokens"                  -- "$ember" run --model "$peer" --ids 1,2 --draft-tokens -1
+expect_error draft-tokenizer  "tokenizer"                     -- "$ember" run --model "$peer" --ids 1,2 --draft-model "$src/models/ember-doc-draft-Q8_0.gguf"
+expect_error draft-missing    "cannot open|no such"           -- "$ember" run --model "$peer" --ids 1,2 --draft-model "$work/nope.gguf"
 expect_error bad-id-text      "bad|invalid|id"                -- "$ember" run --model "$peer" --ids 1,x
 expect_error prompt-too-long  "context"                       -- "$ember" run --model "$peer" --ctx 8 --ids 1,2,3,4,5,6,7,8,9,10
 expect_error unknown-preset   "preset"                        -- "$ember" gen-model --preset nope -o "$work/x.gguf"

@@ -2,7 +2,8 @@
 # `ember batch` end to end: text and id prompts, per-line sampling fields,
 # malformed lines answered with an error object while the rest run, outputs
 # equal between --parallel 1 (one at a time, file order), --parallel 4, and
-# --parallel 4 with speculative decoding (--draft-tokens 4).
+# --parallel 4 with speculative decoding (--draft-tokens 4; and a draft model,
+# the model itself).
 set -euo pipefail
 ember=${1:?usage: batch_test.sh path/to/ember}
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,15 +26,16 @@ JSONL
 "$ember" batch --model "$model" --in "$work/in.jsonl" --out "$work/p1.jsonl" --parallel 1 --threads 2
 "$ember" batch --model "$model" --in "$work/in.jsonl" --out "$work/p4.jsonl" --parallel 4 --threads 2
 "$ember" batch --model "$model" --in "$work/in.jsonl" --out "$work/d4.jsonl" --parallel 4 --threads 2 --draft-tokens 4
+"$ember" batch --model "$model" --in "$work/in.jsonl" --out "$work/m4.jsonl" --parallel 4 --threads 2 --draft-model "$model"
 
-node - "$work/p1.jsonl" "$work/p4.jsonl" "$work/d4.jsonl" <<'JS'
+node - "$work/p1.jsonl" "$work/p4.jsonl" "$work/d4.jsonl" "$work/m4.jsonl" <<'JS'
 const fs = require('fs');
 const read = f => fs.readFileSync(f, 'utf8').trim().split('\n').map(l => JSON.parse(l));
-const [p1, p4, d4] = [read(process.argv[2]), read(process.argv[3]), read(process.argv[4])];
+const [p1, p4, d4, m4] = [2, 3, 4, 5].map(i => read(process.argv[i]));
 const fail = m => { console.error('FAIL ' + m); process.exit(1); };
 if (p1.length !== 8) fail(`8 results expected, got ${p1.length}`);
 const byId = r => Object.fromEntries(r.map(x => [JSON.stringify(x.id), x]));
-const a = byId(p1), b = byId(p4), d = byId(d4);
+const a = byId(p1), b = byId(p4), d = byId(d4), m = byId(m4);
 for (const id of ['"text"', '2', '3', '"stop"', '"last"']) {
   const r = a[id];
   if (!r || r.error) fail(`${id}: ${r && r.error}`);
@@ -41,6 +43,7 @@ for (const id of ['"text"', '2', '3', '"stop"', '"last"']) {
     if (!(k in r)) fail(`${id}: no ${k}`);
   if (JSON.stringify(r.ids) !== JSON.stringify(b[id].ids)) fail(`${id}: --parallel 1 and 4 differ`);
   if (JSON.stringify(r.ids) !== JSON.stringify(d[id].ids) || r.text !== d[id].text) fail(`${id}: drafts changed the answer`);
+  if (JSON.stringify(r.ids) !== JSON.stringify(m[id].ids)) fail(`${id}: a draft model changed the answer`);
 }
 if (a['"text"'].ids.length !== 6 || a['"text"'].finish_reason !== 'length') fail('max_tokens not honoured');
 if (a['3'].prompt_tokens !== 6 || a['3'].ids.length !== 4) fail('line 3 (no id) wrong');

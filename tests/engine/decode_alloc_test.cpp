@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine_core.h"
+#include "engine/model_drafter.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -81,7 +82,8 @@ TEST_P(DecodeAllocation, DecodeStepsAllocateNothing) {
 // prompts that differ in one token, stepped past their prefill and first
 // decode steps. all_greedy: plain greedy requests (the backend picks their
 // ids, and the engine queues each step ahead); else one greedy, two sampled.
-// draft: speculative decoding with n-gram drafts of up to that many tokens.
+// draft: speculative decoding with drafts of up to that many tokens, by
+// n-gram lookup or from `drafter`.
 struct ThreeRequests {
   static StepLimits limits(int draft) {
     StepLimits o;
@@ -95,14 +97,15 @@ struct ThreeRequests {
     k.n_blocks = 64;
     return k;
   }
-  static EngineOptions options(int draft) {
+  static EngineOptions options(int draft, std::shared_ptr<Drafter> drafter) {
     EngineOptions eo;
     eo.max_running = 4;
     eo.draft_tokens = draft;
+    eo.drafter = std::move(drafter);
     return eo;
   }
-  ThreeRequests(const std::string& type, bool all_greedy, int draft = 0)
-      : model(peer_model(type)), backend(*model, limits(draft), kv(), 2), core(backend, nullptr, options(draft)) {
+  ThreeRequests(const std::string& type, bool all_greedy, int draft = 0, std::shared_ptr<Drafter> drafter = nullptr)
+      : model(peer_model(type)), backend(*model, limits(draft), kv(), 2), core(backend, nullptr, options(draft, std::move(drafter))) {
     for (int r = 0; r < 3; ++r) {
       GenerationRequest req;
       req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
@@ -154,6 +157,23 @@ TEST_P(DecodeAllocation, EngineStepsWithDraftsAllocateNothing) {
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(t.core.step());
   EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 30 engine steps";
   EXPECT_GT(t.core.stats().draft_tokens - drafted, 0) << "no step drafted: the test measured nothing of drafting";
+  EXPECT_EQ(t.core.stats().running, 3);
+}
+
+// Drafts from a draft model (here the model itself on a backend of its own):
+// once a sequence's first draft has set up its state there, further drafts
+// allocate nothing either.
+TEST_P(DecodeAllocation, EngineStepsWithADraftModelAllocateNothing) {
+  auto draft = peer_model(GetParam());
+  auto draft_backend = std::make_unique<CpuBackend>(*draft, ThreeRequests::limits(0), ThreeRequests::kv(), 2);
+  const int vocab = int(draft->desc().vocab);
+  auto drafter = std::make_shared<ModelDrafter>(std::move(draft), std::move(draft_backend), vocab);
+  ThreeRequests t(GetParam(), false, 3, drafter);
+  const long before = g_allocations.load();
+  const int64_t drafted = t.core.stats().draft_tokens;
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(t.core.step());
+  EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations during 30 engine steps";
+  EXPECT_GT(t.core.stats().draft_tokens - drafted, 30);
   EXPECT_EQ(t.core.stats().running, 3);
 }
 

@@ -9,12 +9,15 @@
 // there one-token steps otherwise sum in another order than longer ones.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
 #include <mutex>
 
 #include "engine/engine.h"
+#include "engine/model_drafter.h"
 #include "engine/ngram_drafter.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "backend_under_test.h"
 #include "random_ids.h"
 #include "stream_result.h"
@@ -188,11 +191,14 @@ TEST_F(Speculation, DraftsRightForAWhileComposeWithBatchingAndPreemption) {
   // 12 requests at once, greedy and sampled, some with penalties, on a pool of
   // 40 blocks: sequences are preempted and resumed from the cache, drafts are
   // cut short where blocks run out, and each draft goes wrong at some point.
+  // Half the requests keep no logits, so outside drafting steps the backend
+  // picks their tokens (with draws taken when the step is planned).
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 12; ++i) {
     GenerationRequest r = request(ids(20 + 13 * i, 10 + i), 24 + i % 5, i % 3 == 0 ? 0.0f : 0.9f, uint64_t(i));
     if (i % 4 == 1) r.sampling.repetition_penalty = 1.3f;
     if (i % 4 == 2) r.sampling.presence_penalty = 0.5f;
+    r.keep_logits = i % 2 == 0;
     reqs.push_back(std::move(r));
   }
   const auto want = plain(reqs);
@@ -265,6 +271,74 @@ TEST_F(Speculation, NgramDraftsOnTheTinyModelChangeNoBit) {
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
   EXPECT_GT(e.stats().draft_tokens, 0) << "a prompt that repeats itself offers matches";
+  EXPECT_GT(e.stats().accepted_tokens, 0);
+  e.check_accounting();
+}
+
+TEST_F(Speculation, WithoutThePrefixCacheAndWithCancellationsNothingChanges) {
+  // Without the cache a sequence ends, and leaves, inside the step that
+  // verifies its draft; every third request is cancelled after 2 tokens.
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 9; ++i) {
+    GenerationRequest r = request(ids(15 + 7 * i, 60 + i), 18 + i, i % 2 ? 0.7f : 0.0f, uint64_t(i));
+    r.keep_logits = i % 3 != 1;
+    reqs.push_back(std::move(r));
+  }
+  const auto want = plain(reqs);
+  auto oracle = std::make_shared<OracleDrafter>(4, vocab());
+  for (size_t i = 0; i < reqs.size(); ++i) oracle->learn(reqs[i].prompt, want[i].ids);
+  auto b = backend(64);
+  EngineOptions o = drafting(oracle, 5, 4);
+  o.prefix_cache = false;
+  Engine e(*b, nullptr, o);
+  const auto got = all_at_once(e, vocab(), reqs, 3);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i % 3 == 0) {  // cancelled: what came before the cancellation is the plain answer's start
+      ASSERT_LE(got[i].ids.size(), want[i].ids.size());
+      EXPECT_TRUE(std::equal(got[i].ids.begin(), got[i].ids.end(), want[i].ids.begin())) << "request " << i;
+      continue;
+    }
+    expect_same(got[i], want[i], "request " + std::to_string(i));
+  }
+  EXPECT_GT(e.stats().accepted_tokens, 0);
+  EXPECT_EQ(oracle->forgotten(), 9);
+  e.check_accounting();
+}
+
+// A draft model on a backend of its own, with `n_blocks` KV blocks there.
+std::shared_ptr<ModelDrafter> draft_model(std::unique_ptr<Model> m, int n_blocks, int vocab) {
+  auto b = backend_under_test(*m, n_blocks, 512, 64, 16);
+  return std::make_shared<ModelDrafter>(std::move(m), std::move(b), vocab);
+}
+
+TEST_F(Speculation, TheModelAsItsOwnDraftModelIsAlwaysRight) {
+  // The same weights compute the same positions to the same bits: every greedy draft token is the model's pick.
+  const std::vector<GenerationRequest> reqs = {request(ids(30, 40), 40), request(ids(70, 41), 33), request(ids(12, 42), 50)};
+  const auto want = plain(reqs);
+  auto b = backend(64);
+  Engine e(*b, nullptr, drafting(draft_model(generate_tiny_model("speculation-self"), 64, vocab()), 5, 3));
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
+  const EngineStats st = e.stats();
+  EXPECT_GT(st.draft_tokens, 80);
+  EXPECT_EQ(st.accepted_tokens, st.draft_tokens);
+  e.check_accounting();
+}
+
+TEST_F(Speculation, ADraftModelOfOtherWeightsChangesNoBit) {
+  // Other weights guess mostly wrong; 24 draft blocks hold about two sequences,
+  // so the draft model drops the state of those not drafting and catches up later.
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(request(ids(40 + 25 * i, 50 + i), 30, i % 2 ? 0.0f : 0.8f, uint64_t(i)));
+  const auto want = plain(reqs);
+  auto b = backend(128);
+  auto drafter = draft_model(generate_tiny_model("speculation-other", 12), 24, vocab());
+  Engine e(*b, nullptr, drafting(drafter, 4, 6));
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
+  EXPECT_GT(e.stats().draft_tokens, 0);
+  EXPECT_GT(drafter->starved(), 0) << "the draft model's pool was meant to be too small for every sequence";
+  EXPECT_GT(drafter->dropped(), 0) << "no sequence's draft positions were dropped for another's";
   e.check_accounting();
 }
 
@@ -275,4 +349,65 @@ TEST_F(Speculation, DraftTokensOutOfRangeAreRefused) {
   EXPECT_THROW(Engine(*b, nullptr, o), Error);
   o.draft_tokens = EngineOptions::kMaxDraftTokens + 1;
   EXPECT_THROW(Engine(*b, nullptr, o), Error);
+}
+
+// The shipped trained model, with its tokenizer: text, end of generation and
+// stop strings through drafts of both kinds (its draft model, and n-gram
+// lookup over a prompt that repeats a passage).
+TEST_F(Speculation, TrainedModelTextAndStopStringsAreTheSame) {
+  const std::string root = EMBER_SOURCE_DIR;
+  auto base = Model::load(root + "/models/ember-doc-base-Q8_0.gguf");
+  const Tokenizer tok = Tokenizer::from_gguf(*base->gguf());
+  std::ifstream f(root + "/tests/data/trained/val-sample.txt");
+  std::string passage(700, '\0');
+  f.read(passage.data(), std::streamsize(passage.size()));
+  passage.resize(size_t(f.gcount()));
+  const std::string prompts[] = {passage + "\n\n" + passage.substr(0, 160), passage.substr(300)};
+  std::vector<GenerationRequest> reqs;
+  for (const std::string& p : prompts)
+    for (int sampled = 0; sampled < 2; ++sampled) {
+      GenerationRequest r;
+      r.prompt = tok.encode(p);
+      r.max_tokens = 80;
+      r.sampling.temperature = sampled ? 0.8f : 0.0f;
+      r.sampling.seed = 5;
+      r.keep_logits = true;  // the host picks in both runs: the same bits whichever side would pick
+      reqs.push_back(std::move(r));
+    }
+  auto run = [&](EngineOptions o, const std::vector<GenerationRequest>& rs) {
+    auto b = backend_under_test(*base, 256, 512, 64, 32);
+    Engine e(*b, &tok, o);
+    auto out = all_at_once(e, base->desc().vocab, rs);
+    e.check_accounting();
+    return std::make_pair(out, e.stats());
+  };
+  EngineOptions plain_opt;
+  plain_opt.max_running = 4;
+  auto want = run(plain_opt, reqs).first;
+  // A stop string from late in the sampled plain answers: the drafted runs must stop at the same place.
+  for (size_t i = 1; i < reqs.size(); i += 2)
+    if (want[i].text.size() > 60) reqs[i].stop = {want[i].text.substr(want[i].text.size() * 2 / 3, 5)};
+  want = run(plain_opt, reqs).first;
+  int stopped = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_TRUE(want[i].error.empty()) << want[i].error;
+    stopped += !reqs[i].stop.empty() && want[i].reason == FinishReason::Stop;
+  }
+  EXPECT_GT(stopped, 0) << "no answer ended at its stop string";
+
+  EngineOptions ngram = plain_opt;
+  ngram.draft_tokens = 6;
+  EngineOptions model = plain_opt;
+  model.draft_tokens = 4;
+  auto draft = Model::load(root + "/models/ember-doc-draft-Q8_0.gguf");
+  auto draft_backend = backend_under_test(*draft, 256, 512, 64, 16);
+  model.drafter = std::make_shared<ModelDrafter>(std::move(draft), std::move(draft_backend), int(base->desc().vocab));
+  for (const auto& [name, o] : {std::pair{"n-gram", ngram}, std::pair{"draft model", model}}) {
+    const auto [got, st] = run(o, reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      expect_same(got[i], want[i], std::string(name) + ", request " + std::to_string(i));
+      EXPECT_EQ(got[i].text, want[i].text) << name << ", request " << i;
+    }
+    EXPECT_GT(st.accepted_tokens, 0) << name;
+  }
 }

@@ -14,6 +14,7 @@
 struct StreamResult {
   std::vector<int32_t> ids;
   std::vector<uint64_t> logit_hashes;  // one per generated token
+  std::string text;                    // with a tokenizer
   int64_t cached = -1;
   ember::FinishReason reason = ember::FinishReason::None;
   std::string error;
@@ -35,6 +36,7 @@ inline StreamResult drain(ember::RequestStream& s, int64_t vocab, int cancel_aft
       r.ids.push_back(u.tokens[i]);
       if (!u.logits.empty()) r.logit_hashes.push_back(hash_row(u.logits.data() + int64_t(i) * vocab, vocab));
     }
+    r.text += u.text;
     if (cancel_after >= 0 && int(r.ids.size()) >= cancel_after) s.cancel();
     if (u.finished) {
       r.cached = u.cached_tokens;
