@@ -19,6 +19,8 @@ namespace ember {
 struct DraftRequest {
   uint64_t seq_id = 0;                // the sequence, stable while it lives
   std::span<const int32_t> tokens;    // its tokens so far: prompt, then generated; the last is the one it feeds next
+                                      // (for one seq_id they only ever grow: what was there stays)
+  int64_t capacity = 0;               // the most tokens the sequence may reach (room a drafter may size for once)
   int max_tokens = 0;                 // a draft of at most this many tokens
   int32_t* out = nullptr;             // room for max_tokens ids
   int n = 0;                          // propose() sets: the draft's length (0: none)

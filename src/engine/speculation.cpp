@@ -43,6 +43,7 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     DraftRequest r;
     r.seq_id = s.id;
     r.tokens = s.tokens;
+    r.capacity = int64_t(s.tokens.capacity());
     r.max_tokens = max;
     r.out = s.fed.data() + 1;
     requests_.push_back(r);

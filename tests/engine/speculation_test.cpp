@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <random>
 
 #include "engine/engine.h"
 #include "engine/model_drafter.h"
@@ -150,8 +151,39 @@ TEST(NgramDrafter, NoDraftWithoutAMatchOfTheShortestLength) {
   ASSERT_EQ(d.draft(rep, 4, out), 1);  // "5 5" at 0..1, followed by the last 5
   EXPECT_EQ(out[0], 5);
   EXPECT_EQ(d.draft(rep, 0, out), 0);
-  EXPECT_THROW(NgramDrafter(0, 2), Error);
+  EXPECT_THROW(NgramDrafter(1, 2), Error);
   EXPECT_THROW(NgramDrafter(3, 2), Error);
+}
+
+TEST(NgramDrafter, TheIndexGivesTheScansDraftsAsTheSequenceGrows) {
+  // Sequences over small vocabularies (many repeats) grown a few tokens at a
+  // time, as decoding grows them: each step's indexed draft is the full scan's.
+  for (int vocab : {3, 12, 60}) {
+    NgramDrafter d(2, 4);
+    std::mt19937 rng{uint32_t(vocab)};
+    std::vector<int32_t> t;
+    t.reserve(600);
+    int drafted = 0;
+    while (t.size() < 600) {
+      const size_t add = 1 + rng() % 5;
+      for (size_t i = 0; i < add; ++i) t.push_back(int32_t(rng() % uint32_t(vocab)));
+      int32_t want[8], got[8];
+      const int max = 1 + int(rng() % 8);
+      const int n = d.draft(t, max, want);
+      DraftRequest r;
+      r.seq_id = 7;
+      r.tokens = t;
+      r.capacity = 600;
+      r.max_tokens = max;
+      r.out = got;
+      d.propose(std::span(&r, 1));
+      ASSERT_EQ(r.n, n) << "vocabulary " << vocab << ", " << t.size() << " tokens";
+      EXPECT_TRUE(std::equal(want, want + n, got)) << "vocabulary " << vocab << ", " << t.size() << " tokens";
+      drafted += n;
+    }
+    EXPECT_GT(drafted, 0);
+    d.forget(7);
+  }
 }
 
 TEST_F(Speculation, RightDraftsAreAllKeptAndChangeNoBit) {
