@@ -174,8 +174,14 @@ bool EngineCore::step() {
       st.pos = s.n_computed;
       st.blocks = s.blocks.data();
       st.n_blocks = int(s.blocks.size());
-      st.logits = p.logits == LogitsWanted::Last && picks_on_backend(s) ? LogitsWanted::LastPicked : p.logits;
-      if (st.logits == LogitsWanted::LastPicked) st.pick = backend_pick(s);
+      st.logits = p.logits;
+      if (p.logits == LogitsWanted::Last && picks_on_backend(s)) {
+        st.logits = LogitsWanted::LastPicked;
+        st.pick = backend_pick(s);
+      } else if (p.n_draft > 0 && picks_on_backend(s) && s.sampler.plain_greedy()) {
+        st.logits = LogitsWanted::AllPicked;  // a greedy draft is checked where the logits are: only ids cross
+        st.pick = s.sampler.pick();
+      }
       batch_.seqs.push_back(st);
     }
     backend_.submit(batch_);
@@ -208,7 +214,8 @@ bool EngineCore::look_ahead() {
   for (size_t i = 0; i < plan_.size(); ++i) {
     const SeqStep& st = batch_.seqs[i];
     const bool picked = st.logits == LogitsWanted::LastPicked;
-    const int r = picked ? row++ : -1;
+    const int r = picked ? row : -1;
+    row += int(st.picked_rows());
     Sequence* s = plan_[i].seq;
     if (!s) continue;  // retired while in flight
     if (st.n_tokens != 1 || !picked) return false;
@@ -245,11 +252,14 @@ void EngineCore::collect() {
     const LogitsWanted wanted = batch_.seqs[i].logits;
     const int64_t logit_row = row, picked_row = picked;
     row += batch_.seqs[i].logit_rows();
-    picked += wanted == LogitsWanted::LastPicked ? 1 : 0;
+    picked += batch_.seqs[i].picked_rows();
     if (!p.seq) continue;  // retired while the step ran
     Sequence& s = *p.seq;
     if (p.n_draft > 0) {
-      verify(s, p.n_draft, out.logits + logit_row * vocab);
+      if (wanted == LogitsWanted::AllPicked)
+        verify(s, p.n_draft, nullptr, out.picked_ids + picked_row);
+      else
+        verify(s, p.n_draft, out.logits + logit_row * vocab, nullptr);
       continue;
     }
     s.n_computed += p.n_tokens;
@@ -287,20 +297,21 @@ Pick EngineCore::backend_pick(Sequence& s) {
 }
 
 // The step fed the sequence's next token and a draft of n_draft more; row i
-// holds the logits after fed token i. Each row's token is picked as a step of
-// its own would pick it (deliver: the same sampler, draws, constraint and
+// holds the logits after fed token i (or, for a plain greedy sequence, ids[i]
+// the backend's greedy pick from them). Each row's token is picked as a step
+// of its own would pick it (deliver: the same sampler, draws, constraint and
 // stop rules, in order); while that token is the draft's next one, the next
 // row's logits are the ones a step of its own would have computed, so they
 // are read too. The keys and values of the positions dropped stay in the
 // blocks past n_computed, where the next steps overwrite them.
-void EngineCore::verify(Sequence& s, int n_draft, const float* rows) {
+void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids) {
   const int64_t vocab = backend_.model().desc().vocab;
   const int64_t pos = s.n_computed;
   for (int i = 0; i <= n_draft; ++i) {
     s.n_computed = pos + i + 1;  // the fed tokens up to i are in the KV
     const bool drafted = i < n_draft;
     const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
-    const bool goes_on = deliver(s, rows + i * vocab, 0);  // false: ended (and maybe retired), nothing after counts
+    const bool goes_on = rows ? deliver(s, rows + i * vocab, 0) : deliver(s, nullptr, ids[i]);  // false: ended (maybe retired)
     const bool kept = drafted && (goes_on ? s.tokens.back() == guess : last_delivered_ == guess);
     accepted_tokens_ += kept;
     if (!goes_on) return;

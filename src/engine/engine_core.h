@@ -88,9 +88,9 @@ class EngineCore {
   // (the backend's pick) when logits is null; then streams and finishes it.
   // True while the sequence goes on decoding (false: finishing, ended or retired).
   bool deliver(Sequence& s, const float* logits, int32_t picked_id);
-  // A drafting sequence's step: its tokens from each position's logit row in
-  // turn, while the draft agrees with them.
-  void verify(Sequence& s, int n_draft, const float* rows);
+  // A drafting sequence's step: its tokens from each position's logit row (or
+  // the backend's greedy pick from it) in turn, while the draft agrees with them.
+  void verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids);
   // Whether the backend picks the sequence's tokens (SeqStep::pick), and how, with the next draw.
   bool picks_on_backend(const Sequence& s) const;
   Pick backend_pick(Sequence& s);

@@ -15,8 +15,9 @@ namespace ember {
 // Last/All: those logit rows come back from the step. LastPicked: only the id
 // picked from the last token's logits comes back (SeqStep::pick, greedy or
 // sampled by the rules of engine/pick.h, made where the logits are, so no
-// logit row crosses to the host).
-enum class LogitsWanted : uint8_t { None, Last, All, LastPicked };
+// logit row crosses to the host). AllPicked: the greedy id of every token's
+// logits (a drafting step's, engine/speculation.h); SeqStep::pick must be greedy.
+enum class LogitsWanted : uint8_t { None, Last, All, LastPicked, AllPicked };
 
 struct SeqStep {
   const int32_t* tokens = nullptr;
@@ -32,6 +33,8 @@ struct SeqStep {
   Pick pick;  // how a LastPicked row is picked
   // Logit rows this sequence's part of the step returns (Last: one, All: one per token).
   int64_t logit_rows() const { return logits == LogitsWanted::All ? n_tokens : logits == LogitsWanted::Last ? 1 : 0; }
+  // Ids picked for it (LastPicked: one, AllPicked: one per token).
+  int64_t picked_rows() const { return logits == LogitsWanted::AllPicked ? n_tokens : logits == LogitsWanted::LastPicked ? 1 : 0; }
 };
 
 struct StepBatch {
@@ -50,7 +53,7 @@ struct StepBatch {
   }
   int64_t picked_rows() const {
     int64_t n = 0;
-    for (const auto& s : seqs) n += s.logits == LogitsWanted::LastPicked ? 1 : 0;
+    for (const auto& s : seqs) n += s.picked_rows();
     return n;
   }
 };

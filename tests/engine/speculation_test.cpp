@@ -337,6 +337,33 @@ TEST_F(Speculation, WithoutThePrefixCacheAndWithCancellationsNothingChanges) {
   e.check_accounting();
 }
 
+TEST_F(Speculation, EveryTokensPickIsTheGreedyIdOfItsRow) {
+  // LogitsWanted::AllPicked against All: two sequences of 5 and 3 tokens, a
+  // LastPicked one between them; the picks come in batch order.
+  auto b = backend(16);
+  const std::vector<int32_t> a = ids(5, 90), c = ids(3, 91), m = ids(2, 92);
+  const int32_t tables[3][1] = {{0}, {1}, {2}};
+  auto batch = [&](LogitsWanted w) {
+    StepBatch sb;
+    sb.seqs.push_back({a.data(), 5, 0, tables[0], 1, w, -1, {}});
+    sb.seqs.push_back({m.data(), 2, 0, tables[2], 1, LogitsWanted::LastPicked, -1, {}});
+    sb.seqs.push_back({c.data(), 3, 0, tables[1], 1, w, -1, {}});
+    return sb;
+  };
+  const float* rows = b->forward(batch(LogitsWanted::All));
+  std::vector<int32_t> want;
+  for (int r = 0; r < 8; ++r) want.push_back(greedy_id(rows + int64_t(r) * vocab(), vocab()));
+  const int32_t middle = b->picked_ids()[0];
+  b->forward(batch(LogitsWanted::AllPicked));
+  const int32_t* got = b->picked_ids();
+  EXPECT_EQ(std::vector<int32_t>(got, got + 5), std::vector<int32_t>(want.begin(), want.begin() + 5));
+  EXPECT_EQ(got[5], middle);
+  EXPECT_EQ(std::vector<int32_t>(got + 6, got + 9), std::vector<int32_t>(want.begin() + 5, want.end()));
+  StepBatch sampled = batch(LogitsWanted::AllPicked);
+  sampled.seqs[0].pick.temperature = 0.7f;
+  EXPECT_THROW(b->forward(sampled), Error);
+}
+
 // A draft model on a backend of its own, with `n_blocks` KV blocks there.
 std::shared_ptr<ModelDrafter> draft_model(std::unique_ptr<Model> m, int n_blocks, int vocab) {
   auto b = backend_under_test(*m, n_blocks, 512, 64, 16);
@@ -403,7 +430,9 @@ TEST_F(Speculation, TrainedModelTextAndStopStringsAreTheSame) {
       r.max_tokens = 80;
       r.sampling.temperature = sampled ? 0.8f : 0.0f;
       r.sampling.seed = 5;
-      r.keep_logits = true;  // the host picks in both runs: the same bits whichever side would pick
+      // Sampled: logits kept, so the host picks in both runs. Greedy: the
+      // backend picks, in a drafting step every token's id (AllPicked).
+      r.keep_logits = sampled;
       reqs.push_back(std::move(r));
     }
   auto run = [&](EngineOptions o, const std::vector<GenerationRequest>& rs) {

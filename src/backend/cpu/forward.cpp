@@ -107,7 +107,7 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   const int64_t H = d.hidden;
   check_step_batch(batch, lim_, kv_.config(), d.vocab);
   const int64_t n_tok = batch.total_tokens();
-  // The rows that come back first, then those only picked from (LastPicked).
+  // The rows that come back first, then those only picked from (LastPicked, AllPicked).
   const int64_t n_back = batch.logit_rows(), n_rows = n_back + batch.picked_rows();
 
   // Per-token bookkeeping.
@@ -119,7 +119,8 @@ const float* CpuBackend::forward(const StepBatch& batch) {
       s_.seq_of[size_t(t)] = int32_t(si);
       if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1))
         s_.logit_rows[size_t(r++)] = int32_t(t);
-      if (s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) s_.logit_rows[size_t(ra++)] = int32_t(t);
+      if ((s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) || s.logits == LogitsWanted::AllPicked)
+        s_.logit_rows[size_t(ra++)] = int32_t(t);
     }
   }
 
@@ -154,10 +155,8 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   const int pick_vocab = batch.pick_vocab > 0 ? batch.pick_vocab : int(d.vocab);
   int64_t i = n_back;
   for (const SeqStep& s : batch.seqs)
-    if (s.logits == LogitsWanted::LastPicked) {
+    for (int64_t k = 0; k < s.picked_rows(); ++k, ++i)
       s_.picked_ids[size_t(i - n_back)] = pick_id(s_.logits.data() + i * d.vocab, pick_vocab, s.pick, s_.pick);
-      ++i;
-    }
   return s_.logits.data();
 }
 
