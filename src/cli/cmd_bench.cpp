@@ -351,7 +351,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--serve-args", f.serve_args, "More arguments for `ember serve`, e.g. \"--threads 8 --kv-mem 8G\"");
   cmd->add_option("--draft-args", f.draft_args,
                   "S9: the second ember server (started beside the first, every scenario interleaved) adds these arguments "
-                  "(default \"--draft-tokens 4\"; e.g. \"--draft-model small.gguf\")");
+                  "(default \"--draft-tokens 4\"; e.g. \"--draft-model small.gguf\"); on a GPU give both servers a --kv-mem in --serve-args");
   cmd->add_option("--server-log", f.server_log, "Where the started server's log goes (default: a file in the temporary folder)");
   cmd->add_option("--tokenizer", f.tokenizer, "Tokenizer for the prompts: a GGUF file, a tokenizer.json or its folder");
   cmd->add_option("--scenarios", f.scenarios, "Which of S1..S9 to run, e.g. S1,S3 (default S1..S8; S9 also starts a second ember with --draft-args)");

@@ -61,6 +61,9 @@ void ModelDrafter::propose(std::span<DraftRequest> requests) {
   limits_.assign(requests.size(), 0);
 
   // Which requests draft, and what the draft model already holds of each.
+  // Every one of them is marked first, so that none gives its positions up to another's.
+  for (const DraftRequest& r : requests)
+    if (auto it = seqs_.find(r.seq_id); it != seqs_.end()) it->second.used = calls_;
   for (size_t i = 0; i < requests.size(); ++i) {
     DraftRequest& r = requests[i];
     r.n = 0;
