@@ -25,13 +25,13 @@ class NullBackend final : public Backend {
   void read_kv_block(int, void*) override {}
   void write_kv_block(int, const void*) override {}
 
-  // Greedy picks are ordinary tokens (ids 1000-1099, by position); logit rows are zeros.
+  // Greedy picks are ordinary tokens (ids 1000-1099, by position: the id after position p is 1000 + (p + 1) % 100); logit rows are zeros.
   const float* forward(const StepBatch& batch) override {
     const size_t rows = size_t(batch.logit_rows()) * size_t(model().desc().vocab);
     if (logits_.size() < rows) logits_.resize(rows, 0.0f);
     ids_.clear();
-    for (const SeqStep& s : batch.seqs)
-      if (s.logits == LogitsWanted::LastPicked) ids_.push_back(1000 + (s.pos + s.n_tokens) % 100);
+    for (const SeqStep& s : batch.seqs)  // a pick for each picked row: the last token's, or every token's (AllPicked)
+      for (int64_t k = s.n_tokens - s.picked_rows(); k < s.n_tokens; ++k) ids_.push_back(int32_t(1000 + (s.pos + k + 1) % 100));
     return logits_.data();
   }
   const int32_t* picked_ids() const override { return ids_.data(); }

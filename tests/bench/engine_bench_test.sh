@@ -45,5 +45,15 @@ const fail = m => { console.error('FAIL --host-only: ' + m); process.exit(1); };
 if (r.decode || r.prefill || r.backend_step) fail('device figures in a host-only run');
 if (!(r.host_step.length === 1 && r.host_step[0].sequences === 2 && r.host_step[0].us_per_step > 0)) fail(JSON.stringify(r.host_step));
 JS
+# --draft: speculative decoding through the engine (host-only: the null backend's picks follow a
+# cycle of 100 ids, which the n-gram drafter learns, so greedy drafting steps pick every token).
+"$bench" --model "$model" --backend cpu --threads 1 --batch 2 --decode 16 --rounds 1 --host-only --draft 3 \
+  --json "$work/draft.json" >"$work/draft.txt" 2>&1 || { cat "$work/draft.txt"; exit 1; }
+node - "$work/draft.json" <<'JS'
+const r = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const fail = m => { console.error('FAIL --draft: ' + m); process.exit(1); };
+if (r.draft_tokens !== 3) fail(`draft_tokens ${r.draft_tokens}`);
+if (!(r.host_step.length === 1 && r.host_step[0].us_per_step > 0)) fail(JSON.stringify(r.host_step));
+JS
 grep -q "% of roofline" "$work/out.txt" || { echo "FAIL: no roofline column in the text report"; exit 1; }
 echo "ok"
