@@ -210,7 +210,7 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   if (bw) progress.line("roofline: " + std::to_string(int(bw->gbs)) + " GB/s (" + bw->note + ")");
 
   // The servers.
-  std::unique_ptr<ServerChild> child, drafting_child;
+  std::vector<std::unique_ptr<ServerChild>> children;  // the embers started here
   std::vector<Target> targets;
   if (f.url.empty()) {
     std::vector<std::string> args = {"--model", f.model, "--backend", f.backend};
@@ -226,40 +226,35 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
     const int max_clients = req.clients.empty() ? (f.quick ? 4 : 64) : *std::max_element(req.clients.begin(), req.clients.end());
     if (serve_arg_values(serve_args, "--parallel").empty()) args.insert(args.end(), {"--parallel", std::to_string(std::max(8, max_clients))});
     args.insert(args.end(), serve_args.begin(), serve_args.end());
-    const std::string log = !f.server_log.empty() ? f.server_log
-        : (std::filesystem::temp_directory_path() / ("ember-bench-server-" + std::to_string(getpid()) + ".log")).string();
-    progress.status("starting ember serve (log: " + log + ")");
-    child = std::make_unique<ServerChild>(args, log);
-    child->wait_ready();
-    Target t;
-    t.name = f.name.empty() ? "ember" : f.name;
-    t.ep = {child->url(), "", ""};
-    t.pid = child->pid();
-    t.started = true;
-    t.backend = resolve_backend_kind(f.backend);
-    describe_server(t, ctx, ctx, progress);
-    progress.line("ember serve ready at " + t.ep.url + " (pid " + std::to_string(t.pid) + ", context " + std::to_string(t.context) +
-                  ", log " + log + ")");
-    targets.push_back(std::move(t));
+    const std::filesystem::path log = !f.server_log.empty() ? std::filesystem::path(f.server_log)
+        : std::filesystem::temp_directory_path() / ("ember-bench-server-" + std::to_string(getpid()) + ".log");
+    // Starts `ember serve` with these arguments, its log at `at`, as the target `name`.
+    auto start = [&](const std::vector<std::string>& a, const std::filesystem::path& at, const std::string& name) {
+      progress.status("starting ember serve: " + name + " (log: " + at.string() + ")");
+      children.push_back(std::make_unique<ServerChild>(a, at.string()));
+      ServerChild& child = *children.back();
+      child.wait_ready();
+      Target t;
+      t.name = name;
+      t.ep = {child.url(), "", ""};
+      t.pid = child.pid();
+      t.started = true;
+      t.backend = resolve_backend_kind(f.backend);
+      describe_server(t, ctx, ctx, progress);
+      progress.line("ember serve ready: " + name + " at " + t.ep.url + " (pid " + std::to_string(t.pid) + ", context " + std::to_string(t.context) +
+                    ", log " + at.string() + ")");
+      targets.push_back(std::move(t));
+    };
+    start(args, log, f.name.empty() ? "ember" : f.name);
     // S9 compares decoding with and without drafts: a second ember, the same
     // but for --draft-args, every scenario interleaved over the two.
     const bool s9 = std::find(req.scenarios.begin(), req.scenarios.end(), "S9") != req.scenarios.end();
     if (s9 && f.interleave.empty()) {
       std::vector<std::string> dargs = args;
       for (const std::string& a : split_args(f.draft_args)) dargs.push_back(a);
-      const std::string dlog = log.substr(0, log.size() - std::min<size_t>(4, log.size())) + "-drafts.log";
-      progress.status("starting ember serve with " + f.draft_args + " (log: " + dlog + ")");
-      drafting_child = std::make_unique<ServerChild>(dargs, dlog);
-      drafting_child->wait_ready();
-      Target d;
-      d.name = targets[0].name + " " + f.draft_args;
-      d.ep = {drafting_child->url(), "", ""};
-      d.pid = drafting_child->pid();
-      d.started = true;
-      d.backend = targets[0].backend;
-      describe_server(d, ctx, ctx, progress);
-      progress.line("ember serve " + f.draft_args + " ready at " + d.ep.url + " (pid " + std::to_string(d.pid) + ")");
-      targets.push_back(std::move(d));
+      std::filesystem::path dlog = log;
+      dlog.replace_filename(log.stem().string() + "-drafts" + log.extension().string());
+      start(dargs, dlog, targets[0].name + " " + f.draft_args);
     }
   } else {
     Target t = url_target(f.url, f.name, f, local.max_context, progress);
@@ -299,8 +294,7 @@ void run_bench(const BenchFlags& f, const std::vector<std::string>& argv) {
   if (!f.plot_dir.empty())
     for (const std::string& p : write_plots(suite, f.plot_dir)) progress.line("wrote " + p);
   if (!f.json_path.empty()) progress.line("wrote " + f.json_path);
-  for (auto* c : {child.get(), drafting_child.get()}) {
-    if (!c) continue;
+  for (auto& c : children) {
     const int code = c->stop();
     if (code != 0) progress.line("warning: ember serve exited with status " + std::to_string(code) + "; its log: " + c->log_path());
   }

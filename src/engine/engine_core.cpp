@@ -43,14 +43,14 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
   if (opt.draft_tokens < 0 || opt.draft_tokens > EngineOptions::kMaxDraftTokens)
     throw Error("engine: draft tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
   if (opt.draft_tokens > 0) {
-    drafter_ = opt.drafter ? opt.drafter : std::make_shared<NgramDrafter>();
     DraftLimits dl;
     dl.draft_tokens = opt.draft_tokens;
     dl.step_tokens = step_tokens_of(backend, opt);
     dl.max_logit_rows = backend.limits().max_logit_rows;
     dl.max_context = backend.limits().max_context;
     dl.vocab = backend.model().desc().vocab;
-    drafts_ = std::make_unique<DraftPlanner>(*drafter_, kv_, dl, opt.max_running);
+    drafts_ = std::make_unique<DraftPlanner>(opt.drafter ? opt.drafter : std::make_shared<NgramDrafter>(), kv_, dl,
+                                             opt.max_running);
   }
   for (auto* plan : {&plan_, &next_plan_}) plan->reserve(size_t(opt.max_running) + 1);
   for (auto* batch : {&batch_, &next_batch_}) batch->seqs.reserve(size_t(opt.max_running) + 1);
@@ -311,8 +311,9 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
     s.n_computed = pos + i + 1;  // the fed tokens up to i are in the KV
     const bool drafted = i < n_draft;
     const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
-    const bool goes_on = rows ? deliver(s, rows + i * vocab, 0) : deliver(s, nullptr, ids[i]);  // false: ended (maybe retired)
-    const bool kept = drafted && (goes_on ? s.tokens.back() == guess : last_delivered_ == guess);
+    int32_t took = -1;
+    const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took) : deliver(s, nullptr, ids[i], &took);  // false: ended
+    const bool kept = drafted && took == guess;
     accepted_tokens_ += kept;
     if (!goes_on) return;
     if (!kept) break;
@@ -321,9 +322,8 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
   kv_.trim(s, s.n_computed + 1);
 }
 
-bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
+bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took) {
   const int64_t vocab = backend_.model().desc().vocab;
-  last_delivered_ = -1;
   int32_t id;
   std::string piece;
   bool stopped = false;
@@ -342,7 +342,7 @@ bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id) {
       id = s.sampler.sample(logits, s.tokens);
     }
     s.tokens.push_back(id);
-    last_delivered_ = id;
+    if (took) *took = id;
     ++s.generated;
     const bool eog = !s.req.ignore_eos && ((tok_ && tok_->is_end_of_generation(id)) ||
                                            std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end());
@@ -394,7 +394,7 @@ void EngineCore::retire(Sequence& s) {
       if (p.seq == &s) p.seq = nullptr;
   kv_.release(s);
   sched_.remove(&s);
-  if (drafter_) drafter_->forget(s.id);
+  if (drafts_) drafts_->forget(s);
   auto it = std::find_if(live_.begin(), live_.end(), [&](auto& p) { return p.get() == &s; });
   live_.erase(it);
 }

@@ -86,8 +86,9 @@ class EngineCore {
  private:
   // Samples the sequence's next token from its logit row, or takes picked_id
   // (the backend's pick) when logits is null; then streams and finishes it.
-  // True while the sequence goes on decoding (false: finishing, ended or retired).
-  bool deliver(Sequence& s, const float* logits, int32_t picked_id);
+  // True while the sequence goes on decoding (false: finishing, ended or
+  // retired). `took`, when given, receives the token (-1 when none was taken).
+  bool deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took = nullptr);
   // A drafting sequence's step: its tokens from each position's logit row (or
   // the backend's greedy pick from it) in turn, while the draft agrees with them.
   void verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids);
@@ -114,7 +115,6 @@ class EngineCore {
   EngineOptions opt_;
   KvManager kv_;
   Scheduler sched_;
-  std::shared_ptr<Drafter> drafter_;
   std::unique_ptr<DraftPlanner> drafts_;  // with speculative decoding
   std::vector<std::unique_ptr<Sequence>> live_;
   // The step in flight (submitted, not yet collected) and the one queued behind
@@ -126,7 +126,6 @@ class EngineCore {
   uint64_t next_id_ = 0;
   int64_t steps_ = 0, steps_ahead_ = 0;
   int64_t draft_tokens_ = 0, accepted_tokens_ = 0;
-  int32_t last_delivered_ = -1;  // the token deliver() took last (verify() reads it after a sequence ended)
 };
 
 }  // namespace ember

@@ -88,8 +88,10 @@ void ModelDrafter::propose(std::span<DraftRequest> requests) {
     limits_[i] = limit;
   }
 
-  // Catch-up: every request's tokens the draft model has not computed, the
-  // last one's pick being the first draft token. Long catch-ups take several steps.
+  // Each step feeds every drafting request what the draft model has not
+  // computed yet: the sequence's own tokens (a catch-up, several steps when
+  // long), then its draft's last token; the pick after the last token fed is
+  // the draft's next token.
   for (;;) {
     batch_.seqs.clear();
     batch_.pick_vocab = vocab;
@@ -97,12 +99,14 @@ void ModelDrafter::propose(std::span<DraftRequest> requests) {
     int budget = step_tokens, rows = step_rows;
     for (size_t i = 0; i < requests.size() && budget > 0 && rows > 0; ++i) {
       SeqState* s = states_[i];
-      if (!s) continue;
-      const int64_t done = int64_t(s->tokens.size()), left = int64_t(requests[i].tokens.size()) - done;
-      if (left == 0) continue;
+      const DraftRequest& r = requests[i];
+      if (!s || r.n >= limits_[i]) continue;
+      const int64_t done = int64_t(s->tokens.size()), len = int64_t(r.tokens.size());
+      const int32_t* from = done < len ? r.tokens.data() + done : r.out + r.n - 1;
+      const int64_t left = done < len ? len - done : 1;
       const int n = int(std::min<int64_t>(left, budget));
       SeqStep st;
-      st.tokens = requests[i].tokens.data() + done;
+      st.tokens = from;
       st.n_tokens = n;
       st.pos = done;
       st.blocks = s->blocks.data();
@@ -120,46 +124,12 @@ void ModelDrafter::propose(std::span<DraftRequest> requests) {
     for (size_t k = 0; k < batch_.seqs.size(); ++k) {
       const SeqStep& st = batch_.seqs[k];
       DraftRequest& r = requests[in_batch_[k]];
-      SeqState& s = *states_[in_batch_[k]];
-      s.tokens.insert(s.tokens.end(), st.tokens, st.tokens + st.n_tokens);
+      std::vector<int32_t>& computed = states_[in_batch_[k]]->tokens;
+      computed.insert(computed.end(), st.tokens, st.tokens + st.n_tokens);
       if (st.logits != LogitsWanted::LastPicked) continue;
       const int32_t id = picked[row++];
       if (id < 0 || id >= vocab) {
         states_[in_batch_[k]] = nullptr;  // no draft from broken logits
-        continue;
-      }
-      r.out[0] = id;
-      r.n = 1;
-    }
-  }
-
-  // Then one token a step: each draft token fed gives the next.
-  for (;;) {
-    batch_.seqs.clear();
-    in_batch_.clear();
-    for (size_t i = 0; i < requests.size() && int(batch_.seqs.size()) < std::min(step_tokens, step_rows); ++i) {
-      const DraftRequest& r = requests[i];
-      if (!states_[i] || r.n == 0 || r.n >= limits_[i]) continue;
-      SeqStep st;
-      st.tokens = r.out + r.n - 1;
-      st.n_tokens = 1;
-      st.pos = int64_t(states_[i]->tokens.size());
-      st.blocks = states_[i]->blocks.data();
-      st.n_blocks = int(states_[i]->blocks.size());
-      st.logits = LogitsWanted::LastPicked;
-      batch_.seqs.push_back(st);
-      in_batch_.push_back(i);
-    }
-    if (batch_.seqs.empty()) break;
-    backend_->forward(batch_);
-    const int32_t* picked = backend_->picked_ids();
-    for (size_t k = 0; k < batch_.seqs.size(); ++k) {
-      DraftRequest& r = requests[in_batch_[k]];
-      SeqState& s = *states_[in_batch_[k]];
-      s.tokens.push_back(*batch_.seqs[k].tokens);
-      const int32_t id = picked[k];
-      if (id < 0 || id >= vocab) {
-        states_[in_batch_[k]] = nullptr;
         continue;
       }
       r.out[r.n++] = id;

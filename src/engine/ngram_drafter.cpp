@@ -18,6 +18,12 @@ inline uint32_t pair_hash(const int32_t* t, int64_t j) {
 
 }  // namespace
 
+int NgramDrafter::take(const int32_t* t, const Best& best, int32_t* out) {
+  if (best.j < 0) return 0;
+  std::copy(t + best.j + 1, t + best.j + 1 + best.follow, out);
+  return best.follow;
+}
+
 NgramDrafter::NgramDrafter(int min_match, int max_match) : min_match_(min_match), max_match_(max_match) {
   if (min_match < 2 || max_match < min_match) throw Error("n-gram drafter: matches of 2 or more tokens, min <= max");
 }
@@ -43,9 +49,7 @@ int NgramDrafter::draft(std::span<const int32_t> tokens, int max_tokens, int32_t
     consider(t, n, j, max_tokens, best);
     if (best.len == max_match_ && best.follow == max_tokens) break;  // nothing earlier can do better
   }
-  if (best.j < 0) return 0;
-  std::copy(t + best.j + 1, t + best.j + 1 + best.follow, out);
-  return best.follow;
+  return take(t, best, out);
 }
 
 int NgramDrafter::indexed_draft(Index& ix, std::span<const int32_t> tokens, int64_t capacity, int max_tokens,
@@ -74,9 +78,7 @@ int NgramDrafter::indexed_draft(Index& ix, std::span<const int32_t> tokens, int6
     consider(t, n, j, max_tokens, best);
     if (best.len == max_match_ && best.follow == max_tokens) break;
   }
-  if (best.j < 0) return 0;
-  std::copy(t + best.j + 1, t + best.j + 1 + best.follow, out);
-  return best.follow;
+  return take(t, best, out);
 }
 
 void NgramDrafter::propose(std::span<DraftRequest> requests) {

@@ -45,6 +45,7 @@ class NgramDrafter final : public Drafter {
     int64_t j = -1;
   };
   void consider(const int32_t* t, int64_t n, int64_t j, int max_tokens, Best& best) const;
+  static int take(const int32_t* t, const Best& best, int32_t* out);  // the tokens after the best match: its length
   int indexed_draft(Index& ix, std::span<const int32_t> tokens, int64_t capacity, int max_tokens, int32_t* out) const;
 
   int min_match_, max_match_;

@@ -6,8 +6,8 @@
 
 namespace ember {
 
-DraftPlanner::DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& lim, int max_running)
-    : drafter_(drafter), kv_(kv), lim_(lim) {
+DraftPlanner::DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, const DraftLimits& lim, int max_running)
+    : drafter_(std::move(drafter)), kv_(kv), lim_(lim) {
   if (lim.draft_tokens <= 0) throw Error("speculative decoding needs at least one draft token a step");
   requests_.reserve(size_t(max_running));
   entries_.reserve(size_t(max_running));
@@ -32,13 +32,14 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
   int room = std::min(tokens, rows);
   if (room <= 0) return 0;
   int asked = 0;
-  for (size_t i = 0; i < plan.size() && !(drafter_.costly() && asked >= room); ++i) {
+  const bool costly = drafter_->costly();
+  for (size_t i = 0; i < plan.size() && !(costly && asked >= room); ++i) {
     const PlannedSeq& p = plan[i];
     Sequence& s = *p.seq;
     if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s, 0)) continue;
     // A step yields at most 1 + n tokens: no draft past max_tokens or the context.
     const int64_t left = std::min<int64_t>(s.req.max_tokens - s.generated, lim_.max_context - int64_t(s.tokens.size())) - 1;
-    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, drafter_.costly() ? room - asked : room}));
+    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, costly ? room - asked : room}));
     if (max <= 0) continue;
     DraftRequest r;
     r.seq_id = s.id;
@@ -51,7 +52,7 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     asked += max;
   }
   if (requests_.empty()) return 0;
-  drafter_.propose(requests_);
+  drafter_->propose(requests_);
   int planned = 0;
   for (size_t k = 0; k < requests_.size() && room > 0; ++k) {
     PlannedSeq& p = plan[entries_[k]];

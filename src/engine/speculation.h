@@ -10,6 +10,7 @@
 // still generate or past the context.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/drafter.h"
@@ -28,7 +29,7 @@ struct DraftLimits {
 
 class DraftPlanner {
  public:
-  DraftPlanner(Drafter& drafter, KvManager& kv, const DraftLimits& lim, int max_running);
+  DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, const DraftLimits& lim, int max_running);
   // Whether the sequence would be offered a draft when it next decodes in a
   // step of `decoding` sequences decoding one token each (which leave room or not).
   bool may_draft(const Sequence& s, int decoding) const;
@@ -36,9 +37,11 @@ class DraftPlanner {
   // n_draft, n_tokens = 1 + n_draft, logits All, and the sequence's `fed`
   // (its next token, then the draft). Returns the draft tokens planned.
   int plan(std::vector<PlannedSeq>& plan);
+  // The sequence left the engine: the drafter forgets it.
+  void forget(const Sequence& s) { drafter_->forget(s.id); }
 
  private:
-  Drafter& drafter_;
+  std::shared_ptr<Drafter> drafter_;
   KvManager& kv_;
   DraftLimits lim_;
   std::vector<DraftRequest> requests_;  // sized at construction: planning allocates nothing

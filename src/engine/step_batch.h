@@ -35,6 +35,11 @@ struct SeqStep {
   int64_t logit_rows() const { return logits == LogitsWanted::All ? n_tokens : logits == LogitsWanted::Last ? 1 : 0; }
   // Ids picked for it (LastPicked: one, AllPicked: one per token).
   int64_t picked_rows() const { return logits == LogitsWanted::AllPicked ? n_tokens : logits == LogitsWanted::LastPicked ? 1 : 0; }
+  // Whether its token i's logit row comes back, or is picked from (each backend lists the rows so).
+  bool returns_row(int i) const { return logits == LogitsWanted::All || (logits == LogitsWanted::Last && i == n_tokens - 1); }
+  bool picks_row(int i) const {
+    return logits == LogitsWanted::AllPicked || (logits == LogitsWanted::LastPicked && i == n_tokens - 1);
+  }
 };
 
 struct StepBatch {

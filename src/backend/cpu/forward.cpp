@@ -117,10 +117,8 @@ const float* CpuBackend::forward(const StepBatch& batch) {
     for (int i = 0; i < s.n_tokens; ++i, ++t) {
       s_.positions[size_t(t)] = int32_t(s.pos + i);
       s_.seq_of[size_t(t)] = int32_t(si);
-      if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1))
-        s_.logit_rows[size_t(r++)] = int32_t(t);
-      if ((s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) || s.logits == LogitsWanted::AllPicked)
-        s_.logit_rows[size_t(ra++)] = int32_t(t);
+      if (s.returns_row(i)) s_.logit_rows[size_t(r++)] = int32_t(t);
+      if (s.picks_row(i)) s_.logit_rows[size_t(ra++)] = int32_t(t);
     }
   }
 

@@ -354,8 +354,8 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
       h_tok[t] = s.picked_row >= 0 ? -1 - s.picked_row : s.tokens[i];  // negative: gather_rows reads the pick
       h_pos[t] = int32_t(s.pos + i);
       h_seq[t] = int32_t(si);
-      if (s.logits == LogitsWanted::All || (s.logits == LogitsWanted::Last && i == s.n_tokens - 1)) h_rows[r++] = int32_t(t);
-      if ((s.logits == LogitsWanted::LastPicked && i == s.n_tokens - 1) || s.logits == LogitsWanted::AllPicked) {
+      if (s.returns_row(i)) h_rows[r++] = int32_t(t);
+      if (s.picks_row(i)) {
         h_picks[ra - n_back] = device_pick(s.pick);
         sh.sampled |= !s.pick.greedy();
         h_rows[ra++] = int32_t(t);
