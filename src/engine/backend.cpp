@@ -53,8 +53,8 @@ void check_step_batch(const StepBatch& batch, const StepLimits& lim, const KvCon
     if ((end + bs - 1) / bs > s.n_blocks) throw Error("sequence's block table does not cover its positions");
     for (int b = 0; b < s.n_blocks; ++b)
       if (s.blocks[b] < 0 || s.blocks[b] >= kv.n_blocks) throw Error("block table names a block outside the KV pool");
-    if (s.logits == LogitsWanted::AllPicked && !s.pick.greedy())
-      throw Error("a sequence asks for every token's pick with a sampled pick: only greedy picks come for every token");
+    if (s.logits == LogitsWanted::AllPicked && !s.pick.greedy() && !s.draws)
+      throw Error("a sequence asks for every token's sampled pick without a draw for each token");
     if (s.picked_row >= 0) continue;  // the device's pick (check_picked_rows)
     for (int i = 0; i < s.n_tokens; ++i)
       if (s.tokens[i] < 0 || s.tokens[i] >= vocab)

@@ -95,7 +95,8 @@ class Backend {
   // After forward(): for each sequence that asked for LogitsWanted::LastPicked,
   // in batch order, the id picked from its last token's logits among the ids
   // below batch.pick_vocab by the rules of engine/pick.h (SeqStep::pick); for
-  // one that asked for AllPicked, the greedy id of each of its tokens' logits.
+  // one that asked for AllPicked, the id picked from each of its tokens' logits
+  // (SeqStep::pick_of_row).
   // Valid until the next call.
   virtual const int32_t* picked_ids() const = 0;
 

@@ -129,7 +129,10 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
     s->constraint = s->req.constraint();
     s->masked_logits.resize(size_t(d.vocab));
   }
-  if (drafts_) s->fed.resize(size_t(opt_.draft_tokens) + 1);
+  if (drafts_) {
+    s->fed.resize(size_t(opt_.draft_tokens) + 1);
+    s->draws.resize(size_t(opt_.draft_tokens) + 1);
+  }
   sched_.add(s.get());
   live_.push_back(std::move(s));
 }
@@ -178,9 +181,14 @@ bool EngineCore::step() {
       if (p.logits == LogitsWanted::Last && picks_on_backend(s)) {
         st.logits = LogitsWanted::LastPicked;
         st.pick = backend_pick(s);
-      } else if (p.n_draft > 0 && picks_on_backend(s) && s.sampler.plain_greedy()) {
-        st.logits = LogitsWanted::AllPicked;  // a greedy draft is checked where the logits are: only ids cross
+      } else if (p.n_draft > 0 && picks_on_backend(s)) {
+        st.logits = LogitsWanted::AllPicked;  // a draft is checked where the logits are: only ids cross
         st.pick = s.sampler.pick();
+        // Sampled: row i takes the sequence's i-th next draw; verify() takes one per token delivered.
+        if (!st.pick.greedy()) {
+          s.sampler.peek_draws(p.n_tokens, s.draws.data());
+          st.draws = s.draws.data();
+        }
       }
       batch_.seqs.push_back(st);
     }
@@ -297,8 +305,8 @@ Pick EngineCore::backend_pick(Sequence& s) {
 }
 
 // The step fed the sequence's next token and a draft of n_draft more; row i
-// holds the logits after fed token i (or, for a plain greedy sequence, ids[i]
-// the backend's greedy pick from them). Each row's token is picked as a step
+// holds the logits after fed token i (or, where the backend picks, ids[i] its
+// pick from them, sampled with the draw that token takes here). Each row's token is picked as a step
 // of its own would pick it (deliver: the same sampler, draws, constraint and
 // stop rules, in order); while that token is the draft's next one, the next
 // row's logits are the ones a step of its own would have computed, so they
@@ -312,6 +320,7 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
     const bool drafted = i < n_draft;
     const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
     int32_t took = -1;
+    if (ids && !s.sampler.pick().greedy()) s.sampler.draw();  // the draw the backend picked row i with
     const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took) : deliver(s, nullptr, ids[i], &took);  // false: ended
     const bool kept = drafted && took == guess;
     accepted_tokens_ += kept;

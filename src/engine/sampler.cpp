@@ -74,4 +74,9 @@ Pick Sampler::pick() const {
 
 double Sampler::draw() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
 
+void Sampler::peek_draws(int n, double* out) const {
+  std::mt19937_64 ahead = rng_;
+  for (int i = 0; i < n; ++i) out[i] = std::uniform_real_distribution<double>(0.0, 1.0)(ahead);
+}
+
 }  // namespace ember

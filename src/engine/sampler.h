@@ -65,6 +65,9 @@ class Sampler {
   // The next uniform number in [0, 1) of the seeded generator: one per sampled token,
   // whether the host picks it (sample()) or the backend does (Pick::draw).
   double draw();
+  // The next n draws, without taking them: a drafting step's picks (each
+  // delivered token then takes its draw()).
+  void peek_draws(int n, double* out) const;
 
  private:
   SamplingParams p_;

@@ -46,6 +46,7 @@ struct Sequence {
   std::unique_ptr<TokenConstraint> constraint;  // with req.constraint
   std::vector<float> masked_logits;             // the constraint's copy of this sequence's logits
   std::vector<int32_t> fed;                     // a drafting step's tokens: the next one, then the draft (speculation.h)
+  std::vector<double> draws;                    // a sampled drafting step's draw for each fed token's pick (SeqStep::draws)
 
   int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed
 };

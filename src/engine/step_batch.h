@@ -15,8 +15,9 @@ namespace ember {
 // Last/All: those logit rows come back from the step. LastPicked: only the id
 // picked from the last token's logits comes back (SeqStep::pick, greedy or
 // sampled by the rules of engine/pick.h, made where the logits are, so no
-// logit row crosses to the host). AllPicked: the greedy id of every token's
-// logits (a drafting step's, engine/speculation.h); SeqStep::pick must be greedy.
+// logit row crosses to the host). AllPicked: the pick of every token's logits
+// (a drafting step's, engine/speculation.h), token i's with draws[i] where the
+// pick is sampled.
 enum class LogitsWanted : uint8_t { None, Last, All, LastPicked, AllPicked };
 
 struct SeqStep {
@@ -30,13 +31,21 @@ struct SeqStep {
   // before this one picked for its row picked_row (LastPicked rows
   // counted in batch order; Backend::submit), and `tokens` is not read.
   int picked_row = -1;
-  Pick pick;  // how a LastPicked row is picked
+  Pick pick;  // how a LastPicked or AllPicked row is picked
+  // AllPicked with a sampled pick: token i's row is picked with draws[i] (n_tokens of them) instead of pick.draw.
+  const double* draws = nullptr;
   // Logit rows this sequence's part of the step returns (Last: one, All: one per token).
   int64_t logit_rows() const { return logits == LogitsWanted::All ? n_tokens : logits == LogitsWanted::Last ? 1 : 0; }
   // Ids picked for it (LastPicked: one, AllPicked: one per token).
   int64_t picked_rows() const { return logits == LogitsWanted::AllPicked ? n_tokens : logits == LogitsWanted::LastPicked ? 1 : 0; }
   // Whether its token i's logit row comes back, or is picked from (each backend lists the rows so).
   bool returns_row(int i) const { return logits == LogitsWanted::All || (logits == LogitsWanted::Last && i == n_tokens - 1); }
+  // How token i's row is picked (picks_row(i)).
+  Pick pick_of_row(int i) const {
+    Pick p = pick;
+    if (draws) p.draw = draws[i];
+    return p;
+  }
   bool picks_row(int i) const {
     return logits == LogitsWanted::AllPicked || (logits == LogitsWanted::LastPicked && i == n_tokens - 1);
   }

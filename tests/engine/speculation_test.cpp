@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/model_drafter.h"
 #include "engine/ngram_drafter.h"
+#include "engine/pick.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "backend_under_test.h"
@@ -337,9 +338,10 @@ TEST_F(Speculation, WithoutThePrefixCacheAndWithCancellationsNothingChanges) {
   e.check_accounting();
 }
 
-TEST_F(Speculation, EveryTokensPickIsTheGreedyIdOfItsRow) {
+TEST_F(Speculation, EveryTokensPickIsTheRowsOwnPick) {
   // LogitsWanted::AllPicked against All: two sequences of 5 and 3 tokens, a
-  // LastPicked one between them; the picks come in batch order.
+  // LastPicked one between them; the picks come in batch order. Greedy, then
+  // sampled with a draw for each token.
   auto b = backend(16);
   const std::vector<int32_t> a = ids(5, 90), c = ids(3, 91), m = ids(2, 92);
   const int32_t tables[3][1] = {{0}, {1}, {2}};
@@ -351,6 +353,7 @@ TEST_F(Speculation, EveryTokensPickIsTheGreedyIdOfItsRow) {
     return sb;
   };
   const float* rows = b->forward(batch(LogitsWanted::All));
+  const std::vector<float> all(rows, rows + 8 * int64_t(vocab()));  // kept past the next forward()
   std::vector<int32_t> want;
   for (int r = 0; r < 8; ++r) want.push_back(greedy_id(rows + int64_t(r) * vocab(), vocab()));
   const int32_t middle = b->picked_ids()[0];
@@ -361,7 +364,28 @@ TEST_F(Speculation, EveryTokensPickIsTheGreedyIdOfItsRow) {
   EXPECT_EQ(std::vector<int32_t>(got + 6, got + 9), std::vector<int32_t>(want.begin() + 5, want.end()));
   StepBatch sampled = batch(LogitsWanted::AllPicked);
   sampled.seqs[0].pick.temperature = 0.7f;
-  EXPECT_THROW(b->forward(sampled), Error);
+  EXPECT_THROW(b->forward(sampled), Error) << "a sampled AllPicked row needs its own draw";
+  const double draws[8] = {0.05, 0.93, 0.41, 0.67, 0.18, 0.5, 0.77, 0.29};
+  Pick p;
+  p.temperature = 1.3f;  // flat enough that the draws reach past the top token
+  p.top_k = 50;
+  for (int s : {0, 2}) {
+    sampled.seqs[size_t(s)].pick = p;
+    sampled.seqs[size_t(s)].draws = draws + (s ? 5 : 0);
+  }
+  b->forward(sampled);
+  got = b->picked_ids();
+  PickScratch scratch(vocab());
+  std::vector<int32_t> want_sampled;
+  for (int r = 0; r < 8; ++r) {
+    Pick pr = p;
+    pr.draw = draws[r];
+    want_sampled.push_back(pick_id(all.data() + int64_t(r) * vocab(), vocab(), pr, scratch));
+  }
+  EXPECT_EQ(std::vector<int32_t>(got, got + 5), std::vector<int32_t>(want_sampled.begin(), want_sampled.begin() + 5));
+  EXPECT_EQ(got[5], middle);
+  EXPECT_EQ(std::vector<int32_t>(got + 6, got + 9), std::vector<int32_t>(want_sampled.begin() + 5, want_sampled.end()));
+  EXPECT_NE(want_sampled, want) << "the draws never left the greedy token: the sampled picks were not tested";
 }
 
 // A draft model on a backend of its own, with `n_blocks` KV blocks there.
@@ -424,15 +448,16 @@ TEST_F(Speculation, TrainedModelTextAndStopStringsAreTheSame) {
   const std::string prompts[] = {passage + "\n\n" + passage.substr(0, 160), passage.substr(300)};
   std::vector<GenerationRequest> reqs;
   for (const std::string& p : prompts)
-    for (int sampled = 0; sampled < 2; ++sampled) {
+    for (int kind = 0; kind < 3; ++kind) {
       GenerationRequest r;
       r.prompt = tok.encode(p);
       r.max_tokens = 80;
-      r.sampling.temperature = sampled ? 0.8f : 0.0f;
+      r.sampling.temperature = kind > 0 ? 0.8f : 0.0f;
       r.sampling.seed = 5;
-      // Sampled: logits kept, so the host picks in both runs. Greedy: the
-      // backend picks, in a drafting step every token's id (AllPicked).
-      r.keep_logits = sampled;
+      // Greedy (0) and sampled without logits kept (2): the backend picks, in
+      // a drafting step every token's id (AllPicked, sampled with a draw each).
+      // Sampled with logits kept (1): the host picks in both runs.
+      r.keep_logits = kind == 1;
       reqs.push_back(std::move(r));
     }
   auto run = [&](EngineOptions o, const std::vector<GenerationRequest>& rs) {
@@ -446,8 +471,8 @@ TEST_F(Speculation, TrainedModelTextAndStopStringsAreTheSame) {
   plain_opt.max_running = 4;
   auto want = run(plain_opt, reqs).first;
   // A stop string from late in the sampled plain answers: the drafted runs must stop at the same place.
-  for (size_t i = 1; i < reqs.size(); i += 2)
-    if (want[i].text.size() > 60) reqs[i].stop = {want[i].text.substr(want[i].text.size() * 2 / 3, 5)};
+  for (size_t i = 0; i < reqs.size(); ++i)
+    if (reqs[i].sampling.temperature > 0 && want[i].text.size() > 60) reqs[i].stop = {want[i].text.substr(want[i].text.size() * 2 / 3, 5)};
   want = run(plain_opt, reqs).first;
   int stopped = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {

@@ -154,7 +154,7 @@ const float* CpuBackend::forward(const StepBatch& batch) {
   int64_t i = n_back;
   for (const SeqStep& s : batch.seqs)
     for (int64_t k = 0; k < s.picked_rows(); ++k, ++i)
-      s_.picked_ids[size_t(i - n_back)] = pick_id(s_.logits.data() + i * d.vocab, pick_vocab, s.pick, s_.pick);
+      s_.picked_ids[size_t(i - n_back)] = pick_id(s_.logits.data() + i * d.vocab, pick_vocab, s.pick_of_row(int(k)), s_.pick);
   return s_.logits.data();
 }
 

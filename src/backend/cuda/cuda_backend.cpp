@@ -356,7 +356,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
       h_seq[t] = int32_t(si);
       if (s.returns_row(i)) h_rows[r++] = int32_t(t);
       if (s.picks_row(i)) {
-        h_picks[ra - n_back] = device_pick(s.pick);
+        h_picks[ra - n_back] = device_pick(s.pick_of_row(i));
         sh.sampled |= !s.pick.greedy();
         h_rows[ra++] = int32_t(t);
       }
