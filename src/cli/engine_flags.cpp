@@ -36,6 +36,10 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--draft-model", f.draft_model,
                   "Speculative decoding with drafts from this smaller model of the same tokenizer (GGUF file or Hugging Face "
                   "folder), on the same backend; --draft-tokens defaults to 4 with it");
+  cmd->add_option("--prediction-tokens", f.prediction_tokens,
+                  "Up to N tokens a step drafted from a request's predicted output (the OpenAI API's \"prediction\"), also "
+                  "where --draft-tokens is 0 (default 16; 0: predictions are not used)")
+      ->check(integer_in("prediction tokens", 0, EngineOptions::kMaxDraftTokens));
 }
 
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp) {
@@ -136,8 +140,9 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   // A drafting sequence's step returns a logit row for each of its tokens: rows
   // for four whole drafts a step (drafts matter most with few sequences, and
   // each row is a vocabulary of floats on the backend).
+  const int longest_draft = std::max(draft_tokens, f.prediction_tokens);
   bo.limits.max_logit_rows =
-      int(std::min<int64_t>(f.step_tokens, int64_t(f.parallel) + int64_t(std::min(f.parallel, 4)) * draft_tokens));
+      int(std::min<int64_t>(f.step_tokens, int64_t(f.parallel) + int64_t(std::min(f.parallel, 4)) * longest_draft));
   bo.kv_type = parse_kv_type(f.kv_type);
   bo.n_threads = validate_threads(f.threads);
   if (!f.kv_mem.empty()) bo.kv_mem = parse_bytes(f.kv_mem);
@@ -150,6 +155,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   eo.step_tokens = f.step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
   eo.draft_tokens = draft_tokens;
+  eo.prediction_tokens = f.prediction_tokens;
   if (!f.draft_model.empty()) eo.drafter = load_draft_model(f, e, bo);
   if (!f.cache_host_mem.empty()) eo.cache_host_mem = parse_bytes(f.cache_host_mem);
   e.engine = std::make_unique<Engine>(*e.backend, e.tok.get(), eo);

@@ -31,6 +31,7 @@ struct EngineFlags {
   bool no_prefix_cache = false;
   int draft_tokens = 0;        // speculative decoding: drafts of up to this many tokens (0: off) ...
   std::string draft_model;     // ... from this model (same tokenizer), else by n-gram lookup
+  int prediction_tokens = 16;  // drafts of up to this many tokens from a request's predicted output (0: not used)
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f);

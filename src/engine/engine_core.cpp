@@ -40,17 +40,20 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       sched_(kv_, scheduler_limits(backend, opt)),
       sampling_vocab_(tok ? sampling_vocab(backend.model().desc(), *tok) : backend.model().desc().vocab) {
   kv_.enable_host_tier(backend, opt.cache_host_mem);
-  if (opt.draft_tokens < 0 || opt.draft_tokens > EngineOptions::kMaxDraftTokens)
-    throw Error("engine: draft tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
-  if (opt.draft_tokens > 0) {
+  for (int n : {opt.draft_tokens, opt.prediction_tokens})
+    if (n < 0 || n > EngineOptions::kMaxDraftTokens)
+      throw Error("engine: draft tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
+  if (opt.draft_tokens > 0 || opt.prediction_tokens > 0) {
     DraftLimits dl;
     dl.draft_tokens = opt.draft_tokens;
+    dl.prediction_tokens = opt.prediction_tokens;
     dl.step_tokens = step_tokens_of(backend, opt);
     dl.max_logit_rows = backend.limits().max_logit_rows;
     dl.max_context = backend.limits().max_context;
     dl.vocab = backend.model().desc().vocab;
-    drafts_ = std::make_unique<DraftPlanner>(opt.drafter ? opt.drafter : std::make_shared<NgramDrafter>(), kv_, dl,
-                                             opt.max_running);
+    std::shared_ptr<Drafter> drafter;  // none where only predictions draft
+    if (opt.draft_tokens > 0) drafter = opt.drafter ? opt.drafter : std::make_shared<NgramDrafter>();
+    drafts_ = std::make_unique<DraftPlanner>(std::move(drafter), kv_, dl, opt.max_running);
   }
   for (auto* plan : {&plan_, &next_plan_}) plan->reserve(size_t(opt.max_running) + 1);
   for (auto* batch : {&batch_, &next_batch_}) batch->seqs.reserve(size_t(opt.max_running) + 1);
@@ -78,9 +81,11 @@ void EngineCore::validate(const GenerationRequest& req) const {
   if (int64_t(req.prompt.size()) >= ctx)
     throw Error("the prompt has " + std::to_string(req.prompt.size()) + " tokens; the context holds " + std::to_string(ctx) +
                 " with room for at least one new token");
-  for (int32_t id : req.prompt)
-    if (id < 0 || id >= d.vocab)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
+  for (const auto* ids : {&req.prompt, &req.prediction})
+    for (int32_t id : *ids)
+      if (id < 0 || id >= d.vocab)
+        throw Error(std::string(ids == &req.prompt ? "" : "prediction: ") + "token id " + std::to_string(id) +
+                    " is outside the vocabulary (0.." + std::to_string(d.vocab - 1) + ")");
   if (req.max_tokens <= 0) throw Error("max_tokens must be at least 1");
   if (!req.stop.empty() && !tok_) throw Error("stop strings need a model with a tokenizer");
   validate_sampling(req.sampling);
@@ -130,8 +135,8 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
     s->masked_logits.resize(size_t(d.vocab));
   }
   if (drafts_) {
-    s->fed.resize(size_t(opt_.draft_tokens) + 1);
-    s->draws.resize(size_t(opt_.draft_tokens) + 1);
+    s->fed.resize(size_t(drafts_->longest_draft(*s)) + 1);
+    s->draws.resize(size_t(drafts_->longest_draft(*s)) + 1);
   }
   sched_.add(s.get());
   live_.push_back(std::move(s));
@@ -315,13 +320,15 @@ Pick EngineCore::backend_pick(Sequence& s) {
 void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids) {
   const int64_t vocab = backend_.model().desc().vocab;
   const int64_t pos = s.n_computed;
+  // A prediction's draft counts as dropped until deliver() finds a token of it taken.
+  if (s.draft_from_prediction) s.out->count_prediction(0, n_draft);
   for (int i = 0; i <= n_draft; ++i) {
     s.n_computed = pos + i + 1;  // the fed tokens up to i are in the KV
     const bool drafted = i < n_draft;
     const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
     int32_t took = -1;
     if (ids && !s.sampler.pick().greedy()) s.sampler.draw();  // the draw the backend picked row i with
-    const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took) : deliver(s, nullptr, ids[i], &took);  // false: ended
+    const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took, guess) : deliver(s, nullptr, ids[i], &took, guess);  // false: ended
     const bool kept = drafted && took == guess;
     accepted_tokens_ += kept;
     if (!goes_on) return;
@@ -331,7 +338,7 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
   kv_.trim(s, s.n_computed + 1);
 }
 
-bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took) {
+bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took, int32_t guess) {
   const int64_t vocab = backend_.model().desc().vocab;
   int32_t id;
   std::string piece;
@@ -352,6 +359,7 @@ bool EngineCore::deliver(Sequence& s, const float* logits, int32_t picked_id, in
     }
     s.tokens.push_back(id);
     if (took) *took = id;
+    if (guess >= 0 && id == guess && s.draft_from_prediction) s.out->count_prediction(1, -1);
     ++s.generated;
     const bool eog = !s.req.ignore_eos && ((tok_ && tok_->is_end_of_generation(id)) ||
                                            std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end());

@@ -43,6 +43,10 @@ struct EngineOptions {
   // for each of them (StepLimits::max_logit_rows).
   int draft_tokens = 0;
   std::shared_ptr<Drafter> drafter;
+  // A request's predicted output (GenerationRequest::prediction) drafts up to
+  // this many tokens a step, also where draft_tokens is 0 (0: predictions are
+  // not used). Rows as for draft_tokens.
+  int prediction_tokens = 16;
   static constexpr int kMaxDraftTokens = 32;
 };
 
@@ -88,9 +92,11 @@ class EngineCore {
   // (the backend's pick) when logits is null; then streams and finishes it.
   // True while the sequence goes on decoding (false: finishing, ended or
   // retired). `took`, when given, receives the token (-1 when none was taken).
-  bool deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took = nullptr);
+  // `guess`: the draft's token at this position (-1: none); a prediction's
+  // token the answer takes is counted for the client before the answer can end.
+  bool deliver(Sequence& s, const float* logits, int32_t picked_id, int32_t* took = nullptr, int32_t guess = -1);
   // A drafting sequence's step: its tokens from each position's logit row (or
-  // the backend's greedy pick from it) in turn, while the draft agrees with them.
+  // the backend's pick from it) in turn, while the draft agrees with them.
   void verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids);
   // Whether the backend picks the sequence's tokens (SeqStep::pick), and how, with the next draw.
   bool picks_on_backend(const Sequence& s) const;

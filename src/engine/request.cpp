@@ -33,6 +33,8 @@ bool RequestStream::next(RequestUpdate& u) {
   u.error = pending_.error;
   u.prompt_tokens = pending_.prompt_tokens;
   u.cached_tokens = pending_.cached_tokens;
+  u.prediction_kept = pending_.prediction_kept;
+  u.prediction_dropped = pending_.prediction_dropped;
   if (u.finished) final_taken_ = true;
   return true;
 }
@@ -52,6 +54,12 @@ void RequestStream::set_prompt(int64_t prompt_tokens, int64_t cached_tokens) {
   std::lock_guard lk(mu_);
   pending_.prompt_tokens = prompt_tokens;
   pending_.cached_tokens = cached_tokens;
+}
+
+void RequestStream::count_prediction(int64_t kept, int64_t dropped) {
+  std::lock_guard lk(mu_);
+  pending_.prediction_kept += kept;
+  pending_.prediction_dropped += dropped;
 }
 
 void RequestStream::push(int32_t id, std::string_view text, const float* logits, int64_t vocab) {

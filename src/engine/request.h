@@ -24,6 +24,10 @@ struct GenerationRequest {
   bool ignore_eos = false;              // keep going past end-of-generation tokens
   bool keep_logits = false;             // also deliver the logits each token was sampled from
   ConstraintFactory constraint;         // optional: which tokens may come next (JSON schema, tool-call grammar)
+  // Optional: the answer the client expects (OpenAI's predicted outputs), e.g. a file an edit returns
+  // mostly unchanged. Drafts come from it (engine/prediction.h): the answer is the model's own, bit for
+  // bit; where it follows the prediction it comes several tokens a step.
+  std::vector<int32_t> prediction;
 };
 
 enum class FinishReason : uint8_t { None, Stop, Length, Cancelled, Error };
@@ -39,6 +43,8 @@ struct RequestUpdate {
   std::string error;            // with FinishReason::Error
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;    // prompt tokens whose KV came from the prefix cache
+  // With a prediction: its tokens drafted so far that the answer took, and those it did not.
+  int64_t prediction_kept = 0, prediction_dropped = 0;
 };
 
 // One request's output, shared by the engine (producer) and a client
@@ -63,6 +69,7 @@ class RequestStream {
   bool cancel_requested() const { return cancel_.load(std::memory_order_relaxed); }
   void reserve(size_t tokens, size_t text_bytes);
   void set_prompt(int64_t prompt_tokens, int64_t cached_tokens);
+  void count_prediction(int64_t kept, int64_t dropped);  // adds to RequestUpdate::prediction_kept / _dropped
   void push(int32_t id, std::string_view text, const float* logits, int64_t vocab);
   void push_text(std::string_view text);
   void finish(FinishReason reason, std::string error = {});

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/prediction.h"
 #include "engine/prefix_cache.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -47,6 +48,8 @@ struct Sequence {
   std::vector<float> masked_logits;             // the constraint's copy of this sequence's logits
   std::vector<int32_t> fed;                     // a drafting step's tokens: the next one, then the draft (speculation.h)
   std::vector<double> draws;                    // a sampled drafting step's draw for each fed token's pick (SeqStep::draws)
+  PredictionCursor prediction_at;               // where the answer stands along req.prediction
+  bool draft_from_prediction = false;           // this step's draft is the prediction's (counted for the client)
 
   int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed
 };

@@ -2,19 +2,23 @@
 
 #include <algorithm>
 
+#include "engine/prediction.h"
 #include "util/error.h"
 
 namespace ember {
 
 DraftPlanner::DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, const DraftLimits& lim, int max_running)
     : drafter_(std::move(drafter)), kv_(kv), lim_(lim) {
-  if (lim.draft_tokens <= 0) throw Error("speculative decoding needs at least one draft token a step");
-  requests_.reserve(size_t(max_running));
-  entries_.reserve(size_t(max_running));
+  if (lim.draft_tokens <= 0 && lim.prediction_tokens <= 0)
+    throw Error("speculative decoding needs at least one draft token a step");
+  if (lim.draft_tokens > 0 && !drafter_) throw Error("speculative decoding needs a drafter");
+  for (auto* v : {&requests_, &to_drafter_}) v->reserve(size_t(max_running));
+  for (auto* v : {&entries_, &to_drafter_at_}) v->reserve(size_t(max_running));
 }
 
 bool DraftPlanner::may_draft(const Sequence& s, int decoding) const {
-  return std::min(lim_.step_tokens, lim_.max_logit_rows) > decoding && s.state == Sequence::State::Running &&
+  return longest_draft(s) > 0 && std::min(lim_.step_tokens, lim_.max_logit_rows) > decoding &&
+         s.state == Sequence::State::Running &&
          s.pending() == 1 && s.generated + 1 < s.req.max_tokens && int64_t(s.tokens.size()) + 1 < lim_.max_context;
 }
 
@@ -32,14 +36,14 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
   int room = std::min(tokens, rows);
   if (room <= 0) return 0;
   int asked = 0;
-  const bool costly = drafter_->costly();
+  const bool costly = drafter_ && drafter_->costly();
   for (size_t i = 0; i < plan.size() && !(costly && asked >= room); ++i) {
     const PlannedSeq& p = plan[i];
     Sequence& s = *p.seq;
     if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s, 0)) continue;
     // A step yields at most 1 + n tokens: no draft past max_tokens or the context.
     const int64_t left = std::min<int64_t>(s.req.max_tokens - s.generated, lim_.max_context - int64_t(s.tokens.size())) - 1;
-    const int max = int(std::min<int64_t>({lim_.draft_tokens, left, costly ? room - asked : room}));
+    const int max = int(std::min<int64_t>({longest_draft(s), left, costly ? room - asked : room}));
     if (max <= 0) continue;
     DraftRequest r;
     r.seq_id = s.id;
@@ -52,7 +56,24 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     asked += max;
   }
   if (requests_.empty()) return 0;
-  drafter_->propose(requests_);
+  // Predictions first; the drafter drafts for the rest.
+  to_drafter_.clear();
+  to_drafter_at_.clear();
+  for (size_t k = 0; k < requests_.size(); ++k) {
+    DraftRequest& r = requests_[k];
+    Sequence& s = *plan[entries_[k]].seq;
+    r.n = s.req.prediction.empty() ? 0
+                                   : draft_from_prediction(s.req.prediction, s.tokens, s.n_prompt, s.prediction_at,
+                                                           std::min(r.max_tokens, lim_.prediction_tokens), r.out);
+    s.draft_from_prediction = r.n > 0;
+    if (r.n == 0 && lim_.draft_tokens > 0) {
+      to_drafter_.push_back(r);
+      to_drafter_.back().max_tokens = std::min(r.max_tokens, lim_.draft_tokens);
+      to_drafter_at_.push_back(k);
+    }
+  }
+  if (!to_drafter_.empty()) drafter_->propose(to_drafter_);
+  for (size_t i = 0; i < to_drafter_.size(); ++i) requests_[to_drafter_at_[i]].n = to_drafter_[i].n;
   int planned = 0;
   for (size_t k = 0; k < requests_.size() && room > 0; ++k) {
     PlannedSeq& p = plan[entries_[k]];

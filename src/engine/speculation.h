@@ -8,7 +8,12 @@
 // sequence drafts when it decodes one token this step (not its prompt, not
 // its finishing step), at most opt.draft_tokens, and never past what it may
 // still generate or past the context.
+//
+// A request with a predicted output drafts from it first (engine/prediction.h,
+// up to opt.prediction_tokens, also where drafts are otherwise off); where the
+// answer is not on its prediction, the drafter is asked as for any other.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,7 +25,8 @@
 namespace ember {
 
 struct DraftLimits {
-  int draft_tokens = 0;    // at most this many a sequence and step (0: off)
+  int draft_tokens = 0;       // at most this many a sequence and step from the drafter (0: off)
+  int prediction_tokens = 0;  // at most this many from a request's prediction (0: predictions not used)
   int step_tokens = 0;     // the step's token budget
   int max_logit_rows = 0;  // the step's logit rows
   int64_t max_context = 0;
@@ -29,7 +35,12 @@ struct DraftLimits {
 
 class DraftPlanner {
  public:
+  // `drafter` may be null where lim.draft_tokens is 0 (only predictions draft).
   DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, const DraftLimits& lim, int max_running);
+  // The longest draft the sequence may feed a step.
+  int longest_draft(const Sequence& s) const {
+    return std::max(lim_.draft_tokens, s.req.prediction.empty() ? 0 : lim_.prediction_tokens);
+  }
   // Whether the sequence would be offered a draft when it next decodes in a
   // step of `decoding` sequences decoding one token each (which leave room or not).
   bool may_draft(const Sequence& s, int decoding) const;
@@ -38,7 +49,9 @@ class DraftPlanner {
   // (its next token, then the draft). Returns the draft tokens planned.
   int plan(std::vector<PlannedSeq>& plan);
   // The sequence left the engine: the drafter forgets it.
-  void forget(const Sequence& s) { drafter_->forget(s.id); }
+  void forget(const Sequence& s) {
+    if (drafter_) drafter_->forget(s.id);
+  }
 
  private:
   std::shared_ptr<Drafter> drafter_;
@@ -46,6 +59,8 @@ class DraftPlanner {
   DraftLimits lim_;
   std::vector<DraftRequest> requests_;  // sized at construction: planning allocates nothing
   std::vector<size_t> entries_;         // the plan entry of each request
+  std::vector<DraftRequest> to_drafter_;  // the requests no prediction drafted
+  std::vector<size_t> to_drafter_at_;     // their index in requests_
 };
 
 }  // namespace ember

@@ -37,6 +37,8 @@ void absorb(Completion& c, const RequestUpdate& u, int64_t vocab, int top_logpro
     c.error = u.error;
     c.prompt_tokens = u.prompt_tokens;
     c.cached_tokens = u.cached_tokens;
+    c.prediction_kept = u.prediction_kept;
+    c.prediction_dropped = u.prediction_dropped;
   }
 }
 

@@ -25,6 +25,7 @@ struct Completion {
   FinishReason reason = FinishReason::None;
   std::string error;
   int64_t prompt_tokens = 0, cached_tokens = 0;
+  int64_t prediction_kept = 0, prediction_dropped = 0;  // with a prediction (RequestUpdate)
 };
 
 // Log-softmax of one row of logits at `chosen`, and the `top` best tokens.

@@ -19,24 +19,38 @@ void check_model(const json& body, const ServedModel& m) {
                    "model");
 }
 
-// A message's content as the template's string: text parts joined; images and audio refused.
-std::string content_text(const json& content, size_t index) {
-  const std::string where = "messages[" + std::to_string(index) + "].content";
+// Content as one string: a string, or text parts joined; images and audio
+// refused. `where` names it in errors, `param` is the error's parameter.
+std::string content_text(const json& content, const std::string& where, const char* param) {
   if (content.is_null()) return {};
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw ApiError(400, where + " must be a string or an array of content parts", "messages");
+  if (!content.is_array()) throw ApiError(400, where + " must be a string or an array of content parts", param);
   std::string text;
   for (const json& part : content) {
     const auto type = part.is_object() ? string_field(part, "type") : std::nullopt;
-    if (!type) throw ApiError(400, where + " parts must be objects with a \"type\"", "messages");
+    if (!type) throw ApiError(400, where + " parts must be objects with a \"type\"", param);
     if (*type != "text")
       throw ApiError(400, where + ": content of type '" + type->substr(0, 64) + "' is not supported (this model reads text only)",
-                     "messages");
+                     param);
     const auto t = string_field(part, "text");
-    if (!t) throw ApiError(400, where + ": a text part needs a string \"text\"", "messages");
+    if (!t) throw ApiError(400, where + ": a text part needs a string \"text\"", param);
     text += *t;
   }
   return text;
+}
+
+// Predicted outputs: {"type": "content", "content": the answer expected (a string or text parts)}.
+// Its tokens are drafted from (engine/prediction.h); the answer stays the model's own.
+// Returns whether one came (its tokens in `tokens`).
+bool prediction_of(const json& body, const ServedModel& m, std::vector<int32_t>& tokens) {
+  const json* p = field(body, "prediction");
+  if (!p || p->is_null()) return false;
+  const json* content = p->is_object() ? field(*p, "content") : nullptr;
+  if (!content || string_field(*p, "type").value_or("") != "content")
+    throw ApiError(400, "prediction must be {\"type\": \"content\", \"content\": the expected answer}", "prediction");
+  tokens = m.tok->encode(content_text(*content, "prediction.content", "prediction"), /*add_special=*/false,
+                         /*parse_special=*/false);
+  return true;
 }
 
 // OpenAI messages to the list the chat template reads: roles checked, content flattened to text.
@@ -53,7 +67,9 @@ json template_messages(const json& body) {
       throw ApiError(400, "messages[" + std::to_string(i) + "].role must be system, developer, user, assistant or tool",
                      "messages");
     if (*role == "developer") role = "system";  // the newer name of the same thing
-    json m = {{"role", *role}, {"content", content_text(msg.contains("content") ? msg["content"] : json(), i)}};
+    json m = {{"role", *role},
+              {"content", content_text(msg.contains("content") ? msg["content"] : json(),
+                                       "messages[" + std::to_string(i) + "].content", "messages")}};
     if (const json* calls = field(msg, "tool_calls")) {
       if (!calls->is_array()) throw ApiError(400, "messages[" + std::to_string(i) + "].tool_calls must be an array", "messages");
       m["tool_calls"] = *calls;
@@ -149,6 +165,7 @@ OpenAiCall parse_chat_completion(const json& body, const ServedModel& m) {
   }
   call.gen.max_tokens = resolve_max_tokens(asked, call.gen.prompt.size(), m.context, name);
   call.gen.keep_logits = call.top_logprobs >= 0;
+  call.predicted = prediction_of(body, m, call.gen.prediction);
   return call;
 }
 
@@ -203,15 +220,23 @@ json openai_tool_calls(const std::vector<ToolCall>& calls, bool delta, size_t fi
   return out;
 }
 
-json openai_usage(const std::vector<Completion>& choices) {
-  int64_t generated = 0;
-  for (const Completion& c : choices) generated += int64_t(c.tokens.size());
+json openai_usage(const std::vector<Completion>& choices, bool predicted) {
+  int64_t generated = 0, kept = 0, dropped = 0;
+  for (const Completion& c : choices) {
+    generated += int64_t(c.tokens.size());
+    kept += c.prediction_kept;
+    dropped += c.prediction_dropped;
+  }
   const int64_t prompt = choices.empty() ? 0 : choices[0].prompt_tokens;
   const int64_t cached = choices.empty() ? 0 : choices[0].cached_tokens;
-  return {{"prompt_tokens", prompt},
-          {"completion_tokens", generated},
-          {"total_tokens", prompt + generated},
-          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  json u = {{"prompt_tokens", prompt},
+            {"completion_tokens", generated},
+            {"total_tokens", prompt + generated},
+            {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+  // Predicted outputs: the prediction's drafted tokens the answer took, and those it did not.
+  if (predicted)
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", kept}, {"rejected_prediction_tokens", dropped}};
+  return u;
 }
 
 json openai_logprobs(const OpenAiCall& call, const Tokenizer& tok, const std::vector<TokenLogprob>& lps) {
@@ -266,7 +291,7 @@ json openai_response(const OpenAiCall& call, const std::vector<Completion>& choi
           {"created", created},
           {"model", m.id},
           {"choices", out_choices},
-          {"usage", openai_usage(choices)}};
+          {"usage", openai_usage(choices, call.predicted)}};
 }
 
 json openai_chunk(const OpenAiCall& call, const ServedModel& m, const std::string& id, int64_t created, int index,
@@ -292,7 +317,7 @@ json openai_usage_chunk(const OpenAiCall& call, const ServedModel& m, const std:
           {"created", created},
           {"model", m.id},
           {"choices", json::array()},
-          {"usage", openai_usage(choices)}};
+          {"usage", openai_usage(choices, call.predicted)}};
 }
 
 json openai_models(const ServedModel& m) {

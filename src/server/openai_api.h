@@ -22,6 +22,7 @@ struct OpenAiCall {
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   int top_logprobs = -1;   // -1: no logprobs; else the alternatives per token (0..20)
   ToolCallFormat tool_format = ToolCallFormat::None;  // with tools: how calls are found in the answer
+  bool predicted = false;  // a prediction came (usage then tells how much of it the answer took)
 };
 
 // Throws ApiError: 400 for a malformed body, 404 for another model's name.
@@ -32,7 +33,7 @@ OpenAiCall parse_completion(const json& body, const ServedModel& m);
 json openai_finish_reason(FinishReason r, bool called_tools = false);
 // message.tool_calls, or in a stream delta.tool_calls (numbered from `first_index`).
 json openai_tool_calls(const std::vector<ToolCall>& calls, bool delta = false, size_t first_index = 0);
-json openai_usage(const std::vector<Completion>& choices);
+json openai_usage(const std::vector<Completion>& choices, bool predicted = false);
 
 // A whole answer: chat.completion or text_completion.
 json openai_response(const OpenAiCall& call, const std::vector<Completion>& choices, const ServedModel& m,

@@ -104,10 +104,14 @@ struct ThreeRequests {
     eo.drafter = std::move(drafter);
     return eo;
   }
-  ThreeRequests(const std::string& type, bool all_greedy, int draft = 0, std::shared_ptr<Drafter> drafter = nullptr)
-      : model(peer_model(type)), backend(*model, limits(draft), kv(), 2), core(backend, nullptr, options(draft, std::move(drafter))) {
+  ThreeRequests(const std::string& type, bool all_greedy, int draft = 0, std::shared_ptr<Drafter> drafter = nullptr,
+                const std::vector<std::vector<int32_t>>& predictions = {})
+      : model(peer_model(type)),
+        backend(*model, limits(std::max(draft, predictions.empty() ? 0 : EngineOptions().prediction_tokens)), kv(), 2),
+        core(backend, nullptr, options(draft, std::move(drafter))) {
     for (int r = 0; r < 3; ++r) {
       GenerationRequest req;
+      if (!predictions.empty()) req.prediction = predictions[size_t(r)];
       req.prompt = {1656, 1561, 821, 2457, 734, int32_t(945 + r), 1019, 547};
       req.max_tokens = 150;
       req.ignore_eos = all_greedy;
@@ -174,6 +178,23 @@ TEST_P(DecodeAllocation, EngineStepsWithADraftModelAllocateNothing) {
   auto drafter = std::make_shared<ModelDrafter>(std::move(draft), std::move(draft_backend), vocab);
   ThreeRequests t(GetParam(), false, 3, drafter);
   expect_drafting_allocates_nothing(t, 31);
+}
+
+// Drafts from each request's predicted output (here the answer itself, from a
+// run without one), with drafts otherwise off.
+TEST_P(DecodeAllocation, EngineStepsWithPredictionsAllocateNothing) {
+  std::vector<std::vector<int32_t>> answers;
+  {
+    ThreeRequests plain(GetParam(), true);
+    for (int i = 0; i < 60; ++i) ASSERT_TRUE(plain.core.step());
+    for (auto& s : plain.streams) {
+      RequestUpdate u;
+      ASSERT_TRUE(s->next(u));
+      answers.push_back(u.tokens);
+    }
+  }
+  ThreeRequests t(GetParam(), true, 0, nullptr, answers);
+  expect_drafting_allocates_nothing(t, 30);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DecodeAllocation, ::testing::Values("F32", "Q8_0", "Q4_K_M", "IQ4_XS"));

@@ -18,6 +18,7 @@
 #include "engine/model_drafter.h"
 #include "engine/ngram_drafter.h"
 #include "engine/pick.h"
+#include "engine/prediction.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "backend_under_test.h"
@@ -427,11 +428,128 @@ TEST_F(Speculation, ADraftModelOfOtherWeightsChangesNoBit) {
 
 TEST_F(Speculation, DraftTokensOutOfRangeAreRefused) {
   auto b = backend(16);
-  EngineOptions o;
-  o.draft_tokens = -1;
-  EXPECT_THROW(Engine(*b, nullptr, o), Error);
-  o.draft_tokens = EngineOptions::kMaxDraftTokens + 1;
-  EXPECT_THROW(Engine(*b, nullptr, o), Error);
+  for (int which = 0; which < 2; ++which)
+    for (int n : {-1, EngineOptions::kMaxDraftTokens + 1}) {
+      EngineOptions o;
+      (which ? o.prediction_tokens : o.draft_tokens) = n;
+      EXPECT_THROW(Engine(*b, nullptr, o), Error) << (which ? "prediction tokens " : "draft tokens ") << n;
+    }
+}
+
+// Predicted outputs (engine/prediction.h): the answer followed along the
+// prediction, lost where it leaves it, found again after three tokens back on it.
+TEST(Prediction, FollowsTheAnswerLosesItAndFindsItAgain) {
+  const std::vector<int32_t> pred = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  std::vector<int32_t> t = prompt;
+  PredictionCursor c;
+  int32_t out[8];
+  auto draft = [&](int max) {
+    const int n = draft_from_prediction(pred, t, int64_t(prompt.size()), c, max, out);
+    return std::vector<int32_t>(out, out + n);
+  };
+  t.push_back(10);  // the answer's first token, as predicted
+  EXPECT_EQ(draft(3), (std::vector<int32_t>{11, 12, 13}));
+  t.insert(t.end(), {11, 12});  // two of the draft kept
+  EXPECT_EQ(draft(2), (std::vector<int32_t>{13, 14}));
+  t.push_back(99);  // the edit: off the prediction
+  EXPECT_TRUE(draft(4).empty());
+  t.insert(t.end(), {15, 16});  // back on it, but only two tokens of it
+  EXPECT_TRUE(draft(4).empty());
+  t.push_back(17);  // three: found, and followed from there
+  EXPECT_EQ(draft(4), (std::vector<int32_t>{18, 19, 20, 21}));
+  t.insert(t.end(), {18, 19, 20, 21});
+  EXPECT_TRUE(draft(4).empty()) << "nothing predicted past the prediction's end";
+  // An answer that starts elsewhere: found once three of its tokens are on the prediction.
+  PredictionCursor fresh;
+  std::vector<int32_t> u = prompt;
+  u.insert(u.end(), {50, 51, 14, 15});
+  EXPECT_EQ(draft_from_prediction(pred, u, int64_t(prompt.size()), fresh, 8, out), 0);
+  u.push_back(16);
+  ASSERT_EQ(draft_from_prediction(pred, u, int64_t(prompt.size()), fresh, 2, out), 2);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{17, 18}));
+}
+
+TEST(Prediction, ARepeatedPassageRejoinsNearestAfterWhereItLeft) {
+  // The prediction holds the same three tokens twice; an answer that left it
+  // after the second copy's start rejoins the second copy, not the first.
+  const std::vector<int32_t> pred = {5, 6, 7, 8, 40, 41, 5, 6, 7, 9, 42};
+  std::vector<int32_t> t = {1, 5, 6, 7, 8, 40, 41};  // prompt {1}, then the prediction's first six tokens
+  PredictionCursor c;
+  int32_t out[4];
+  EXPECT_EQ(draft_from_prediction(pred, t, 1, c, 1, out), 1);
+  EXPECT_EQ(out[0], 5);
+  t.insert(t.end(), {77, 5, 6, 7});  // an inserted token, then the repeated three
+  ASSERT_EQ(draft_from_prediction(pred, t, 1, c, 2, out), 2);
+  EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{9, 42}));
+}
+
+// A request's prediction drafts with drafts otherwise off: the answer is the
+// plain one bit for bit, greedy and sampled, every drafted token counted for the
+// client as kept or dropped; requests without a prediction beside it draft nothing.
+TEST_F(Speculation, APredictionDraftsAndChangesNoBit) {
+  std::vector<GenerationRequest> reqs = {request(ids(20, 61), 40), request(ids(31, 62), 36, 0.8f, 9),
+                                         request(ids(17, 63), 30), request(ids(26, 64), 33, 0.8f, 4)};
+  for (size_t i = 2; i < reqs.size(); ++i) reqs[i].keep_logits = false;  // the backend picks (AllPicked)
+  const auto want = plain(reqs);
+  for (const Result& w : want) ASSERT_GE(w.ids.size(), 30u);
+  // Request 0 and 2 predict their answer exactly; 1 and 3 an edited one: three tokens
+  // replaced at 8, two inserted at 20, and the end cut.
+  auto edited = [&](std::vector<int32_t> a) {
+    for (size_t j = 8; j < 11; ++j) a[j] = (a[j] + 7) % vocab();
+    a.insert(a.begin() + 20, {3, 4});
+    a.resize(a.size() - 4);
+    return a;
+  };
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].prediction = i % 2 ? edited(want[i].ids) : want[i].ids;
+  std::vector<GenerationRequest> with_bystander = reqs;
+  with_bystander.push_back(request(ids(22, 65), 25));  // no prediction
+  const auto want_all = [&] {
+    auto w = want;
+    w.push_back(plain({with_bystander.back()})[0]);
+    return w;
+  }();
+  for (int together = 0; together < 2; ++together) {
+    auto b = backend(64);
+    EngineOptions o;
+    o.max_running = 8;
+    o.prediction_tokens = 6;
+    Engine e(*b, nullptr, o);
+    std::vector<Result> got;
+    if (together) {
+      got = this->together(e, with_bystander);
+    } else {
+      for (const auto& r : with_bystander) got.push_back(drain(*e.submit(r), vocab()));
+    }
+    int64_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < with_bystander.size(); ++i) {
+      const std::string what = std::string(together ? "together" : "alone") + ", request " + std::to_string(i);
+      expect_same(got[i], want_all[i], what);
+      kept += got[i].prediction_kept;
+      dropped += got[i].prediction_dropped;
+      if (i < reqs.size()) {
+        EXPECT_GT(got[i].prediction_kept, int64_t(got[i].ids.size()) / 2) << what;
+        if (i % 2 == 0) EXPECT_EQ(got[i].prediction_dropped, 0) << what << ": an exact prediction lost a token";
+        else EXPECT_GT(got[i].prediction_dropped, 0) << what << ": the edits were drafted and dropped";
+      } else {
+        EXPECT_EQ(got[i].prediction_kept + got[i].prediction_dropped, 0) << what;
+      }
+    }
+    const EngineStats st = e.stats();
+    EXPECT_EQ(st.draft_tokens, kept + dropped) << "a request without a prediction drafted";
+    EXPECT_EQ(st.accepted_tokens, kept);
+    e.check_accounting();
+  }
+  // Predictions not used: no drafts.
+  auto b = backend(64);
+  EngineOptions off;
+  off.prediction_tokens = 0;
+  Engine e(*b, nullptr, off);
+  expect_same(drain(*e.submit(reqs[0]), vocab()), want[0], "predictions off");
+  EXPECT_EQ(e.stats().draft_tokens, 0);
+  GenerationRequest bad = reqs[0];
+  bad.prediction.push_back(vocab());
+  EXPECT_THROW(e.submit(bad), Error) << "a predicted id outside the vocabulary";
 }
 
 // The shipped trained model, with its tokenizer: text, end of generation and

@@ -16,6 +16,7 @@ struct StreamResult {
   std::vector<uint64_t> logit_hashes;  // one per generated token
   std::string text;                    // with a tokenizer
   int64_t cached = -1;
+  int64_t prediction_kept = 0, prediction_dropped = 0;  // with a prediction
   ember::FinishReason reason = ember::FinishReason::None;
   std::string error;
 };
@@ -40,6 +41,8 @@ inline StreamResult drain(ember::RequestStream& s, int64_t vocab, int cancel_aft
     if (cancel_after >= 0 && int(r.ids.size()) >= cancel_after) s.cancel();
     if (u.finished) {
       r.cached = u.cached_tokens;
+      r.prediction_kept = u.prediction_kept;
+      r.prediction_dropped = u.prediction_dropped;
       r.reason = u.reason;
       r.error = u.error;
     }

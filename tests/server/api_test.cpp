@@ -116,6 +116,28 @@ TEST(OpenAiRequest, BadInputIsRefusedWithTheRightStatus) {
   EXPECT_EQ(openai_status(R"({"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})"), 404);
   EXPECT_EQ(openai_status(R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 3.0, "seed": -1})"), 0);
   EXPECT_EQ(openai_status(R"({"messages": [{"role": "user", "content": "x"}], "temperature": null})"), 0);
+  for (const char* prediction : {R"("x")", R"({"content": "x"})", R"({"type": "text", "content": "x"})", R"({"type": "content"})",
+                                 R"({"type": "content", "content": 5})", R"({"type": "content", "content": [{"type": "image_url"}]})"})
+    EXPECT_EQ(openai_status(std::string(R"({"messages": [{"role": "user", "content": "x"}], "prediction": )") + prediction + "}"), 400)
+        << prediction;
+}
+
+TEST(OpenAiRequest, APredictionIsTheTokensOfItsText) {
+  const ServedModel& m = qwen3_model();
+  const std::string text = "def area(r):\n    return 3.14159 * r * r\n";
+  for (const char* content : {R"("def area(r):\n    return 3.14159 * r * r\n")",
+                              R"([{"type": "text", "text": "def area(r):\n"}, {"type": "text", "text": "    return 3.14159 * r * r\n"}])"}) {
+    const OpenAiCall call = parse_chat_completion(
+        parse_json_object(std::string(R"({"messages": [{"role": "user", "content": "x"}], "prediction": {"type": "content", "content": )") +
+                          content + "}}"),
+        m);
+    EXPECT_TRUE(call.predicted);
+    EXPECT_EQ(call.gen.prediction, m.tok->encode(text, /*add_special=*/false, /*parse_special=*/false)) << content;
+    EXPECT_EQ(m.tok->decode(call.gen.prediction), text);
+  }
+  const OpenAiCall none = parse_chat_completion(parse_json_object(R"({"messages": [{"role": "user", "content": "x"}]})"), m);
+  EXPECT_FALSE(none.predicted);
+  EXPECT_TRUE(none.gen.prediction.empty());
 }
 
 TEST(AnthropicRequest, SystemBlocksToolUseAndToolResultGoThroughTheTemplate) {
@@ -184,6 +206,20 @@ TEST(Responses, UsageCountsCachedTokensInEachApisWay) {
   EXPECT_EQ(o["usage"]["prompt_tokens"], 10);
   EXPECT_EQ(o["usage"]["completion_tokens"], 3);
   EXPECT_EQ(o["usage"]["prompt_tokens_details"]["cached_tokens"], 6);
+  EXPECT_FALSE(o["usage"].contains("completion_tokens_details")) << "no prediction came";
+  {  // with a prediction: how many of its tokens the answers took and left, over every choice
+    Completion d = c;
+    c.prediction_kept = 5;
+    c.prediction_dropped = 2;
+    d.prediction_kept = 1;
+    d.prediction_dropped = 4;
+    OpenAiCall predicted;
+    predicted.predicted = true;
+    const json u = openai_response(predicted, {c, d}, qwen3_model(), "id2", 5)["usage"];
+    EXPECT_EQ(u["completion_tokens"], 6);
+    EXPECT_EQ(u["completion_tokens_details"]["accepted_prediction_tokens"], 6);
+    EXPECT_EQ(u["completion_tokens_details"]["rejected_prediction_tokens"], 6);
+  }
   EXPECT_EQ(o["choices"][0]["message"]["content"], "Hello");
   EXPECT_EQ(o["choices"][0]["message"]["reasoning_content"], "\nhmm\n");
   EXPECT_EQ(o["choices"][0]["finish_reason"], "length");

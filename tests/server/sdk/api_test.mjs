@@ -119,6 +119,27 @@ check('n = 2 at temperature 0 gives two equal choices; logprobs come per token',
   }
 });
 
+check('predicted outputs: the same answer, usage tells how much of the prediction it took', async () => {
+  const plain = await chat(user('Write something long'), { max_tokens: 40 });
+  const text = plain.choices[0].message.content;
+  assert.ok(text.length > 0);
+  for (const stream of [false, true]) {
+    const extra = { max_tokens: 40, prediction: { type: 'content', content: text } };
+    const r = stream ? await chatStreamed(user('Write something long'), extra) : await chat(user('Write something long'), extra);
+    assert.equal(stream ? r.text : r.choices[0].message.content, text);
+    const details = r.usage.completion_tokens_details;
+    assert.ok(details.accepted_prediction_tokens > 0, JSON.stringify(details));
+    assert.ok(details.rejected_prediction_tokens >= 0);
+  }
+  // An edited prediction: the answer is still the model's own.
+  const edited = text.slice(0, Math.floor(text.length / 2)) + ' something else entirely ' + text.slice(Math.floor(text.length / 2));
+  const r = await chat(user('Write something long'), { max_tokens: 40, prediction: { type: 'content', content: [{ type: 'text', text: edited }] } });
+  assert.equal(r.choices[0].message.content, text);
+  assert.ok(r.usage.completion_tokens_details.rejected_prediction_tokens >= 0);
+  await assert.rejects(chat(user('x'), { prediction: { type: 'content' } }),
+    e => e instanceof OpenAI.BadRequestError && e.param === 'prediction');
+});
+
 check('anthropic message: content, stop reason, usage; stream events rebuild the same message', async () => {
   const m = await message(user('Hello Claude-style'), { system: 'Be nice.', max_tokens: 20 });
   assert.equal(m.type, 'message');
