@@ -10,11 +10,12 @@ namespace {
 // prediction (one token matches too often by chance), and at most this many
 // are compared.
 constexpr int kMinRejoin = 3, kMaxRejoin = 8;
+constexpr int64_t kShortestDraft = 2;  // the draft's length before a run has shown the prediction right
 
 // The prediction's position after the longest match (kMinRejoin to kMaxRejoin
 // tokens) of the sequence's last tokens, the nearest at or after `from` first,
-// then the nearest before it; -1 when none.
-int64_t rejoin(std::span<const int32_t> pred, std::span<const int32_t> tokens, int64_t from) {
+// then the nearest before it; -1 when none. `len` receives the match's length.
+int64_t rejoin(std::span<const int32_t> pred, std::span<const int32_t> tokens, int64_t from, int& len_out) {
   const int64_t P = int64_t(pred.size()), n = int64_t(tokens.size());
   if (n < kMinRejoin) return -1;
   const int32_t last = tokens[size_t(n - 1)];
@@ -32,6 +33,7 @@ int64_t rejoin(std::span<const int32_t> pred, std::span<const int32_t> tokens, i
     if (pred[size_t(p)] == last) consider(p);
   for (int64_t p = std::min(from, P) - 1; p >= 0 && best_len < kMaxRejoin; --p)
     if (pred[size_t(p)] == last) consider(p);
+  len_out = best_len;
   return best;
 }
 
@@ -43,14 +45,20 @@ int draft_from_prediction(std::span<const int32_t> prediction, std::span<const i
   for (int64_t j = std::max(c.seen, n_prompt); j < n; ++j) {
     if (c.next >= 0 && c.next < P && prediction[size_t(c.next)] == tokens[size_t(j)]) {
       c.last = ++c.next;
+      ++c.run;
     } else {
       c.next = -1;
+      c.run = 0;
     }
   }
   c.seen = n;
-  if (c.next < 0) c.next = rejoin(prediction, tokens, c.last);
+  if (c.next < 0) {
+    int len = 0;
+    c.next = rejoin(prediction, tokens, c.last, len);
+    c.run = len;
+  }
   if (c.next < 0 || c.next >= P || max_tokens <= 0) return 0;
-  const int len = int(std::min<int64_t>(max_tokens, P - c.next));
+  const int len = int(std::min<int64_t>({max_tokens, P - c.next, std::max(c.run, kShortestDraft)}));
   std::copy_n(prediction.begin() + c.next, len, out);
   return len;
 }

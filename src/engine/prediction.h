@@ -4,7 +4,10 @@
 // along the prediction; while the two agree, the prediction's next tokens
 // are the draft. Where the answer leaves it (the edit itself), the last few
 // tokens of the sequence are looked up in the prediction to find where the
-// answer has come back to it, nearest after where it left first.
+// answer has come back to it, nearest after where it left first. A draft is
+// at most as long as the run of answer tokens that followed the prediction
+// since it was last found (at least 2): an exact prediction soon drafts in
+// full, while a match found by chance in an unrelated one costs a few tokens.
 //
 // The engine verifies these drafts like any other (engine/drafter.h), so the
 // answer is the model's own, bit for bit; a good prediction only makes it come
@@ -20,6 +23,7 @@ struct PredictionCursor {
   int64_t next = 0;  // the prediction's position the answer is expected to take next; -1: lost
   int64_t last = 0;  // where it was last known to stand (a lost answer is looked for from here on)
   int64_t seen = 0;  // the sequence's tokens already followed
+  int64_t run = 0;   // answer tokens on the prediction in a row (the match that found it counted)
 };
 
 // Follows the sequence's tokens added since the last call (answer tokens only:
