@@ -11,6 +11,10 @@ namespace {
 // are compared.
 constexpr int kMinRejoin = 3, kMaxRejoin = 8;
 constexpr int64_t kShortestDraft = 2;  // the draft's length before a run has shown the prediction right
+// A lost answer is looked for this far after and before where it left: a
+// bounded cost on the engine thread each step (a few microseconds) whatever
+// the prediction's length; an edit rarely moves the answer further.
+constexpr int64_t kRejoinWindow = 4096;
 
 // The prediction's position after the longest match (kMinRejoin to kMaxRejoin
 // tokens) of the sequence's last tokens, the nearest at or after `from` first,
@@ -29,9 +33,10 @@ int64_t rejoin(std::span<const int32_t> pred, std::span<const int32_t> tokens, i
       best = p + 1;
     }
   };
-  for (int64_t p = std::max<int64_t>(from, 0); p < P && best_len < kMaxRejoin; ++p)
+  const int64_t start = std::clamp<int64_t>(from, 0, P);
+  for (int64_t p = start; p < std::min(P, start + kRejoinWindow) && best_len < kMaxRejoin; ++p)
     if (pred[size_t(p)] == last) consider(p);
-  for (int64_t p = std::min(from, P) - 1; p >= 0 && best_len < kMaxRejoin; --p)
+  for (int64_t p = start - 1; p >= std::max<int64_t>(0, start - kRejoinWindow) && best_len < kMaxRejoin; --p)
     if (pred[size_t(p)] == last) consider(p);
   len_out = best_len;
   return best;

@@ -4,7 +4,8 @@
 // along the prediction; while the two agree, the prediction's next tokens
 // are the draft. Where the answer leaves it (the edit itself), the last few
 // tokens of the sequence are looked up in the prediction to find where the
-// answer has come back to it, nearest after where it left first. A draft is
+// answer has come back to it, nearest after where it left first (within 4,096
+// tokens either way). A draft is
 // at most as long as the run of answer tokens that followed the prediction
 // since it was last found (at least 2): an exact prediction soon drafts in
 // full, while a match found by chance in an unrelated one costs a few tokens.

@@ -485,6 +485,28 @@ TEST(Prediction, ARepeatedPassageRejoinsNearestAfterWhereItLeft) {
   EXPECT_EQ(std::vector<int32_t>(out, out + 2), (std::vector<int32_t>{9, 42}));
 }
 
+TEST(Prediction, ALostAnswerIsLookedForWithinAWindow) {
+  // Three tokens that occur once in a long prediction: found 3,000 tokens
+  // after where the answer left it, not 9,000 after (the search is bounded).
+  for (const int64_t at : {int64_t(3000), int64_t(9000)}) {
+    std::vector<int32_t> pred(12000, 7);
+    pred[size_t(at)] = 1;
+    pred[size_t(at) + 1] = 2;
+    pred[size_t(at) + 2] = 3;
+    pred[size_t(at) + 3] = 4;
+    PredictionCursor c;
+    const std::vector<int32_t> t = {9, 9, 1, 2, 3};  // prompt {9}: the answer left the prediction at its first token
+    int32_t out[2];
+    const int n = draft_from_prediction(pred, t, 1, c, 2, out);
+    if (at == 3000) {
+      ASSERT_EQ(n, 2);
+      EXPECT_EQ(out[0], 4);
+    } else {
+      EXPECT_EQ(n, 0);
+    }
+  }
+}
+
 // A request's prediction drafts with drafts otherwise off: the answer is the
 // plain one bit for bit, greedy and sampled, every drafted token counted for the
 // client as kept or dropped; requests without a prediction beside it draft nothing.
