@@ -26,8 +26,9 @@ namespace {
 
 void check(const ember::GenerationRequest& r, const ServedModel& m) {
   if (r.prompt.empty() || r.max_tokens < 1 || int64_t(r.prompt.size()) + r.max_tokens > m.context) std::abort();
-  for (int32_t id : r.prompt)
-    if (id < 0 || id >= m.tok->vocab_size()) std::abort();
+  for (const auto* ids : {&r.prompt, &r.prediction})
+    for (int32_t id : *ids)
+      if (id < 0 || id >= m.tok->vocab_size()) std::abort();
   ember::validate_sampling(r.sampling);  // throws ember::Error (not ApiError): reported
 }
 
