@@ -19,12 +19,12 @@ grep -q '^EMBER_CUDA:BOOL=ON' build/CMakeCache.txt && echo "(with the CUDA backe
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== parsers, tokenizer, templates, grammars, engine, serving engine, thread pool, vector math, peer-file, hostile-input, CLI bad-input and engine-bench tests under AddressSanitizer + UBSan (at ${SECONDS}s)"
+echo "== parsers, tokenizer, templates, grammars, engine, serving engine, thread pool, vector math, peer-file, hostile-input, CLI bad-input, engine-bench and C API tests under AddressSanitizer + UBSan (at ${SECONDS}s)"
 # -O1 without debug information: a third of the compile time of -O2 -g. Reports
 # name the functions of each frame (frame pointers are kept); for file and line,
 # rebuild with EMBER_ASAN_FLAGS="-O1 -g".
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${EMBER_ASAN_FLAGS:--O1 -DNDEBUG}" -DEMBER_CUDA=OFF -DEMBER_SANITIZE=ON >/dev/null
-cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test engine_serving_test decode_alloc_test model_peer_gguf_test thread_pool_test cpu_math_test hostile_test server_tests grammar_tests grammar_engine_test hub_tests ember_bench_engine bench_step_costs_test
+cmake --build build-asan -j "$jobs" --target ember gguf_test safetensors_test tokenizer_tests chat_tests engine_test engine_serving_test decode_alloc_test model_peer_gguf_test thread_pool_test cpu_math_test hostile_test server_tests grammar_tests grammar_engine_test hub_tests ember_bench_engine bench_step_costs_test capi_test
 # Tests of targets not built here (the slow fixture suites) show up as *_NOT_BUILT: skip those.
 ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '_NOT_BUILT'
 

@@ -133,8 +133,9 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
 
   BackendOptions bo;
   bo.kind = f.backend;
-  bo.limits.max_context = resolve_context(f.ctx_option && f.ctx_option->count() ? std::optional<int64_t>(f.ctx) : std::nullopt,
-                                          d.max_context);
+  // --ctx given (or, without a command line, a context above 0: the C API).
+  const bool ctx_given = f.ctx_option ? f.ctx_option->count() > 0 : f.ctx > 0;
+  bo.limits.max_context = resolve_context(ctx_given ? std::optional<int64_t>(f.ctx) : std::nullopt, d.max_context);
   bo.limits.max_tokens = f.step_tokens;
   const int draft_tokens = f.draft_tokens > 0 || f.draft_model.empty() ? f.draft_tokens : 4;
   // A drafting sequence's step returns a logit row for each of its tokens: rows

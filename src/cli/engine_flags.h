@@ -1,5 +1,5 @@
 // The flags that load a model onto a backend and start the engine, shared by
-// `ember run` and `ember batch` (and the server later).
+// `ember run`, `ember batch`, `ember serve` and the C API (src/capi).
 #pragma once
 #include <memory>
 #include <optional>
