@@ -8,19 +8,27 @@
  *   ember_engine* e = ember_engine_load(&o);            // NULL: see ember_last_error()
  *   int32_t prompt[4096];
  *   int64_t n = ember_chat_prompt(e, "[{\"role\": \"user\", \"content\": \"Hi\"}]", prompt, 4096);
+ *   if (n < 0 || n > 4096) ...;                        // an error, or longer than the buffer
  *   ember_generate_params p;
  *   ember_generate_params_init(&p);
  *   p.prompt = prompt;
  *   p.n_prompt = n;
  *   ember_request* r = ember_generate(e, &p);
- *   ember_update u;
- *   while (ember_request_next(r, &u) == 1) fwrite(u.text, 1, (size_t)u.text_len, stdout);
+ *   const ember_update* u;
+ *   while (ember_request_next(r, &u) == 1) fwrite(u->text, 1, (size_t)u->text_len, stdout);
  *   ember_request_free(r);
  *   ember_engine_free(e);
  *
- * Every function may be called from any thread; requests run together in one
- * engine thread. A function that fails returns NULL or -1 and leaves a message
- * for ember_last_error() on the calling thread. Link with -lember (libember.so).
+ * Functions may be called from any thread; requests run together in one
+ * engine thread. One thread at a time calls into a given request, and a
+ * request is freed before its engine. A function that fails returns NULL or
+ * -1 and leaves a message for ember_last_error() on the calling thread. Link
+ * with -lember (libember.so).
+ *
+ * Structs the caller fills start with their size, set by their _init
+ * function (which every caller must call first): a library of a later
+ * version, whose structs have more fields at their end, reads only what the
+ * caller's holds. Updates are the library's own, read through a pointer.
  */
 #ifndef EMBER_H
 #define EMBER_H
@@ -40,6 +48,9 @@ extern "C" {
 
 #define EMBER_API_VERSION 1
 
+/* The library's EMBER_API_VERSION (a program built against another header may check it). */
+EMBER_API int ember_api_version(void);
+
 typedef struct ember_engine ember_engine;
 typedef struct ember_request ember_request;
 
@@ -49,6 +60,7 @@ EMBER_API const char* ember_last_error(void);
 /* ---- Loading ---------------------------------------------------------- */
 
 typedef struct {
+  size_t size;             /* sizeof(ember_engine_options), set by ember_engine_options_init */
   const char* model;       /* a GGUF file or a Hugging Face model folder (required) */
   const char* backend;     /* "cpu", "cuda" or "auto" (the GPU where there is one); NULL: "auto" */
   int64_t context;         /* tokens a conversation may hold; 0: the model's, at most 4,096 */
@@ -59,12 +71,13 @@ typedef struct {
   int prediction_tokens;   /* drafts from a request's prediction: up to this many a step; 0: predictions not used */
 } ember_engine_options;
 
-/* The defaults of every field (model NULL). */
+/* The size and the defaults of every field (model NULL). */
 EMBER_API void ember_engine_options_init(ember_engine_options* o);
 EMBER_API ember_engine* ember_engine_load(const ember_engine_options* o);
-/* Cancels what is still generating and frees everything; requests must be freed first. */
+/* Frees the model and the engine; every request must have been freed first. */
 EMBER_API void ember_engine_free(ember_engine* e);
 
+/* Ids the model has (its tokenizer may name fewer: generation only ever picks those). */
 EMBER_API int64_t ember_vocab_size(const ember_engine* e);
 EMBER_API int64_t ember_context_size(const ember_engine* e);
 
@@ -88,9 +101,10 @@ EMBER_API int64_t ember_chat_prompt(ember_engine* e, const char* messages_json, 
 /* ---- Generating -------------------------------------------------------- */
 
 typedef struct {
+  size_t size;               /* sizeof(ember_generate_params), set by ember_generate_params_init */
   const int32_t* prompt;     /* token ids, fed as they are (required) */
   int64_t n_prompt;
-  int max_tokens;            /* new tokens at most; 0: 256 */
+  int max_tokens;            /* new tokens at most (the context may end it earlier); 256 after init */
   float temperature;         /* 0: greedy */
   int top_k;                 /* 0: off */
   float top_p;               /* 1: off */
@@ -102,6 +116,7 @@ typedef struct {
   int64_t n_prediction;      /* drafted from: the answer is the model's own, faster where it follows this */
 } ember_generate_params;
 
+/* The size and the defaults: greedy, 256 tokens, no stop strings, no prediction. */
 EMBER_API void ember_generate_params_init(ember_generate_params* p);
 /* Starts a request (it is copied: the caller's arrays may go at once). NULL on bad parameters. */
 EMBER_API ember_request* ember_generate(ember_engine* e, const ember_generate_params* p);
@@ -128,10 +143,10 @@ typedef struct {
   int64_t prediction_dropped;
 } ember_update;
 
-/* Waits for what is new. Returns 1 with an update (its pointers valid until
- * the next call on this request), 0 once the last update has been taken, -1
- * on error. */
-EMBER_API int ember_request_next(ember_request* r, ember_update* u);
+/* Waits for what is new. Returns 1 and points *u at the update (it and its
+ * pointers valid until the next call on this request), 0 once the last update
+ * has been taken, -1 on error. */
+EMBER_API int ember_request_next(ember_request* r, const ember_update** u);
 /* Stops the request; ember_request_next then ends with EMBER_FINISH_CANCELLED. */
 EMBER_API void ember_request_cancel(ember_request* r);
 /* Frees the request (cancelling it if it still runs). */

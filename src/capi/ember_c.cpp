@@ -24,8 +24,8 @@ struct ember_engine {
 
 struct ember_request {
   std::shared_ptr<ember::RequestStream> stream;
-  ember::RequestUpdate update;  // the last update, which ember_update's pointers point into
-  std::string error;
+  ember::RequestUpdate update;  // the last update, which `view`'s pointers point into
+  ember_update view{};
 };
 
 namespace {
@@ -79,16 +79,20 @@ extern "C" {
 
 const char* ember_last_error(void) { return g_error.c_str(); }
 
+int ember_api_version(void) { return EMBER_API_VERSION; }
+
 void ember_engine_options_init(ember_engine_options* o) {
   if (!o) return;
   *o = ember_engine_options{};
+  o->size = sizeof *o;
   o->parallel = 1;
-  o->prediction_tokens = ember::cli::EngineFlags{}.prediction_tokens;
+  o->prediction_tokens = ember::EngineOptions{}.prediction_tokens;
 }
 
 ember_engine* ember_engine_load(const ember_engine_options* o) {
   return guarded<ember_engine*>(nullptr, [&]() -> ember_engine* {
     require(o, "the options are NULL");
+    require(o->size == sizeof(ember_engine_options), "the options were not set up by ember_engine_options_init");
     require(o->model && *o->model, "options.model is required");
     ember::cli::EngineFlags f;
     f.model = o->model;
@@ -103,7 +107,7 @@ ember_engine* ember_engine_load(const ember_engine_options* o) {
     f.draft_tokens = o->draft_tokens;
     f.prediction_tokens = o->prediction_tokens;
     for (int n : {f.draft_tokens, f.prediction_tokens})
-      require(n >= 0 && n <= ember::EngineOptions::kMaxDraftTokens, "draft and prediction tokens must be 0 to 32");
+      require(n >= 0 && n <= ember::EngineOptions::kMaxDraftTokens, "draft_tokens and prediction_tokens must be 0 to 32");
     auto e = std::make_unique<ember_engine>();
     e->loaded = ember::cli::load_engine(f, f.parallel);
     return e.release();
@@ -172,6 +176,7 @@ int64_t ember_chat_prompt(ember_engine* e, const char* messages_json, int32_t* o
 void ember_generate_params_init(ember_generate_params* p) {
   if (!p) return;
   *p = ember_generate_params{};
+  p->size = sizeof *p;
   p->max_tokens = 256;
   p->top_p = 1.0f;
 }
@@ -180,12 +185,14 @@ ember_request* ember_generate(ember_engine* e, const ember_generate_params* p) {
   return guarded<ember_request*>(nullptr, [&]() -> ember_request* {
     require(e, "the engine is NULL");
     require(p, "the parameters are NULL");
+    require(p->size == sizeof(ember_generate_params), "the parameters were not set up by ember_generate_params_init");
+    require(p->max_tokens > 0, "max_tokens must be at least 1");
     require(p->prompt && p->n_prompt > 0, "the prompt is empty");
     require(p->n_stop >= 0 && (p->stop || p->n_stop == 0), "the stop strings are NULL");
     require(p->n_prediction >= 0 && (p->prediction || p->n_prediction == 0), "the prediction is NULL");
     ember::GenerationRequest g;
     g.prompt.assign(p->prompt, p->prompt + p->n_prompt);
-    g.max_tokens = p->max_tokens > 0 ? p->max_tokens : 256;
+    g.max_tokens = p->max_tokens;
     g.sampling.temperature = p->temperature;
     g.sampling.top_k = p->top_k;
     g.sampling.top_p = p->top_p;
@@ -203,12 +210,12 @@ ember_request* ember_generate(ember_engine* e, const ember_generate_params* p) {
   });
 }
 
-int ember_request_next(ember_request* r, ember_update* u) {
+int ember_request_next(ember_request* r, const ember_update** out) {
   return guarded<int>(-1, [&] {
-    require(r && u, "the request or the update is NULL");
+    require(r && out, "the request or the update pointer is NULL");
     if (!r->stream->next(r->update)) return 0;
     const ember::RequestUpdate& x = r->update;
-    r->error = x.error;
+    ember_update* u = &r->view;
     *u = ember_update{};
     u->tokens = x.tokens.data();
     u->n_tokens = int64_t(x.tokens.size());
@@ -216,11 +223,12 @@ int ember_request_next(ember_request* r, ember_update* u) {
     u->text_len = int64_t(x.text.size());
     u->finished = x.finished ? 1 : 0;
     u->reason = x.finished ? reason_of(x.reason) : EMBER_FINISH_NONE;
-    u->error = r->error.c_str();
+    u->error = x.error.c_str();
     u->prompt_tokens = x.prompt_tokens;
     u->cached_tokens = x.cached_tokens;
     u->prediction_kept = x.prediction_kept;
     u->prediction_dropped = x.prediction_dropped;
+    *out = u;
     return 1;
   });
 }

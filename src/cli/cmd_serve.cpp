@@ -119,6 +119,7 @@ void add_serve(CLI::App& app) {
   static ServeOptions o;
   o.engine.parallel = 8;
   add_engine_flags(cmd, o.engine);
+  add_prediction_flag(cmd, o.engine);
   cmd->add_option("--parallel", o.engine.parallel, "Requests generating at once (more wait in a queue)");
   cmd->add_option("--host", o.http.host, "Address to listen on (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", o.http.port, "Port (0: any free one, printed at startup)")->check(integer_in("port", 0, 65535));

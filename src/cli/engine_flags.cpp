@@ -36,9 +36,13 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--draft-model", f.draft_model,
                   "Speculative decoding with drafts from this smaller model of the same tokenizer (GGUF file or Hugging Face "
                   "folder), on the same backend; --draft-tokens defaults to 4 with it");
+}
+
+void add_prediction_flag(CLI::App* cmd, EngineFlags& f) {
+  f.prediction_tokens = EngineOptions{}.prediction_tokens;
   cmd->add_option("--prediction-tokens", f.prediction_tokens,
                   "Up to N tokens a step drafted from a request's predicted output (the OpenAI API's \"prediction\"), also "
-                  "where --draft-tokens is 0 (default 16; 0: predictions are not used)")
+                  "where --draft-tokens is 0 (default " + std::to_string(f.prediction_tokens) + "; 0: predictions are not used)")
       ->check(integer_in("prediction tokens", 0, EngineOptions::kMaxDraftTokens));
 }
 

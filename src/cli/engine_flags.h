@@ -31,11 +31,14 @@ struct EngineFlags {
   bool no_prefix_cache = false;
   int draft_tokens = 0;        // speculative decoding: drafts of up to this many tokens (0: off) ...
   std::string draft_model;     // ... from this model (same tokenizer), else by n-gram lookup
-  int prediction_tokens = 16;  // drafts of up to this many tokens from a request's predicted output (0: not used)
+  int prediction_tokens = 0;   // drafts of up to this many tokens from a request's predicted output (0: not used;
+                               // only the server and the C API take requests that carry one)
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f);
 void add_sampling_flags(CLI::App* cmd, SamplingParams& sp);
+// --prediction-tokens, for commands whose requests may carry a prediction (ember serve); sets the default.
+void add_prediction_flag(CLI::App* cmd, EngineFlags& f);
 
 // "512M", "2G", "1048576" -> bytes. Throws ember::Error on anything else.
 uint64_t parse_bytes(const std::string& text);

@@ -95,6 +95,10 @@ int StepQueue::pop() {
 }
 
 void Backend::submit(const StepBatch& batch) {
+  if (picked_tokens_.capacity() == 0) {  // at the first step: a step queued ahead later allocates nothing
+    picked_tokens_.reserve(size_t(limits().max_tokens));  // a step holds at most one sequence per token
+    resolved_.seqs.reserve(size_t(limits().max_tokens));
+  }
   const int slot = queue_.next_slot();
   const StepBatch* run = &batch;
   bool picked = false;

@@ -40,9 +40,9 @@ EngineCore::EngineCore(Backend& backend, const Tokenizer* tok, const EngineOptio
       sched_(kv_, scheduler_limits(backend, opt)),
       sampling_vocab_(tok ? sampling_vocab(backend.model().desc(), *tok) : backend.model().desc().vocab) {
   kv_.enable_host_tier(backend, opt.cache_host_mem);
-  for (int n : {opt.draft_tokens, opt.prediction_tokens})
+  for (const auto& [n, what] : {std::pair{opt.draft_tokens, "draft"}, std::pair{opt.prediction_tokens, "prediction"}})
     if (n < 0 || n > EngineOptions::kMaxDraftTokens)
-      throw Error("engine: draft tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
+      throw Error(std::string("engine: ") + what + " tokens must be 0 (off) to " + std::to_string(EngineOptions::kMaxDraftTokens));
   if (opt.draft_tokens > 0 || opt.prediction_tokens > 0) {
     DraftLimits dl;
     dl.draft_tokens = opt.draft_tokens;

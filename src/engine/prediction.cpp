@@ -61,6 +61,7 @@ int draft_from_prediction(std::span<const int32_t> prediction, std::span<const i
     int len = 0;
     c.next = rejoin(prediction, tokens, c.last, len);
     c.run = len;
+    if (c.next >= 0) c.last = c.next;  // a later search starts from here
   }
   if (c.next < 0 || c.next >= P || max_tokens <= 0) return 0;
   const int len = int(std::min<int64_t>({max_tokens, P - c.next, std::max(c.run, kShortestDraft)}));

@@ -16,9 +16,22 @@ DraftPlanner::DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, cons
   for (auto* v : {&entries_, &to_drafter_at_}) v->reserve(size_t(max_running));
 }
 
+bool DraftPlanner::from_prediction(const Sequence& s) const {
+  return lim_.prediction_tokens > 0 && !s.req.prediction.empty();
+}
+
 bool DraftPlanner::may_draft(const Sequence& s, int decoding) const {
-  return longest_draft(s) > 0 && std::min(lim_.step_tokens, lim_.max_logit_rows) > decoding &&
-         s.state == Sequence::State::Running &&
+  // Where only predictions draft, a sequence whose answer has left its
+  // prediction is looked at again only kLookEvery tokens later: its steps
+  // meanwhile stay queued ahead (a sequence that may draft is not), and once
+  // back on the prediction it is found within kLookEvery tokens.
+  if (lim_.draft_tokens <= 0) {
+    if (!from_prediction(s)) return false;
+    const PredictionCursor& c = s.prediction_at;
+    const bool on_it = c.next >= 0 && c.next < int64_t(s.req.prediction.size());
+    if (!on_it && s.generated < s.prediction_look_at) return false;
+  }
+  return std::min(lim_.step_tokens, lim_.max_logit_rows) > decoding && s.state == Sequence::State::Running &&
          s.pending() == 1 && s.generated + 1 < s.req.max_tokens && int64_t(s.tokens.size()) + 1 < lim_.max_context;
 }
 
@@ -28,50 +41,47 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     tokens -= p.n_tokens;
     rows -= int(p.logits == LogitsWanted::All ? p.n_tokens : p.logits == LogitsWanted::None ? 0 : 1);
   }
-  // Every decoding sequence asks (a costly drafter: those the room holds,
-  // each counted at its most); the room is then shared out oldest first, as
-  // the scheduler plans, by the drafts actually made.
+  // Every decoding sequence drafts from its prediction where it has one (no
+  // work beyond following it), and the drafter is asked for the others (a
+  // costly drafter: those the room holds, each counted at its most); the room
+  // is then shared out oldest first, as the scheduler plans, by the drafts
+  // actually made.
   requests_.clear();
   entries_.clear();
+  to_drafter_.clear();
+  to_drafter_at_.clear();
   int room = std::min(tokens, rows);
   if (room <= 0) return 0;
   int asked = 0;
   const bool costly = drafter_ && drafter_->costly();
-  for (size_t i = 0; i < plan.size() && !(costly && asked >= room); ++i) {
+  for (size_t i = 0; i < plan.size(); ++i) {
     const PlannedSeq& p = plan[i];
     Sequence& s = *p.seq;
     if (p.n_tokens != 1 || p.logits != LogitsWanted::Last || !may_draft(s, 0)) continue;
     // A step yields at most 1 + n tokens: no draft past max_tokens or the context.
     const int64_t left = std::min<int64_t>(s.req.max_tokens - s.generated, lim_.max_context - int64_t(s.tokens.size())) - 1;
-    const int max = int(std::min<int64_t>({longest_draft(s), left, costly ? room - asked : room}));
-    if (max <= 0) continue;
     DraftRequest r;
     r.seq_id = s.id;
     r.tokens = s.tokens;
     r.capacity = int64_t(s.tokens.capacity());
-    r.max_tokens = max;
     r.out = s.fed.data() + 1;
+    r.max_tokens = int(std::min<int64_t>({lim_.prediction_tokens, left, room}));
+    r.n = from_prediction(s) && r.max_tokens > 0
+              ? draft_from_prediction(s.req.prediction, s.tokens, s.n_prompt, s.prediction_at, r.max_tokens, r.out)
+              : 0;
+    s.draft_from_prediction = r.n > 0;
+    if (from_prediction(s) && r.n == 0) s.prediction_look_at = s.generated + kLookEvery;
+    if (r.n == 0) {
+      r.max_tokens = int(std::min<int64_t>({lim_.draft_tokens, left, costly ? room - asked : room}));
+      if (r.max_tokens <= 0) continue;
+      asked += r.max_tokens;
+      to_drafter_.push_back(r);
+      to_drafter_at_.push_back(requests_.size());
+    }
     requests_.push_back(r);
     entries_.push_back(i);
-    asked += max;
   }
   if (requests_.empty()) return 0;
-  // Predictions first; the drafter drafts for the rest.
-  to_drafter_.clear();
-  to_drafter_at_.clear();
-  for (size_t k = 0; k < requests_.size(); ++k) {
-    DraftRequest& r = requests_[k];
-    Sequence& s = *plan[entries_[k]].seq;
-    r.n = s.req.prediction.empty() ? 0
-                                   : draft_from_prediction(s.req.prediction, s.tokens, s.n_prompt, s.prediction_at,
-                                                           std::min(r.max_tokens, lim_.prediction_tokens), r.out);
-    s.draft_from_prediction = r.n > 0;
-    if (r.n == 0 && lim_.draft_tokens > 0) {
-      to_drafter_.push_back(r);
-      to_drafter_.back().max_tokens = std::min(r.max_tokens, lim_.draft_tokens);
-      to_drafter_at_.push_back(k);
-    }
-  }
   if (!to_drafter_.empty()) drafter_->propose(to_drafter_);
   for (size_t i = 0; i < to_drafter_.size(); ++i) requests_[to_drafter_at_[i]].n = to_drafter_[i].n;
   int planned = 0;

@@ -37,6 +37,8 @@ class DraftPlanner {
  public:
   // `drafter` may be null where lim.draft_tokens is 0 (only predictions draft).
   DraftPlanner(std::shared_ptr<Drafter> drafter, KvManager& kv, const DraftLimits& lim, int max_running);
+  // Whether the sequence drafts from a prediction (it has one, and they are used).
+  bool from_prediction(const Sequence& s) const;
   // The longest draft the sequence may feed a step.
   int longest_draft(const Sequence& s) const {
     return std::max(lim_.draft_tokens, s.req.prediction.empty() ? 0 : lim_.prediction_tokens);
@@ -61,6 +63,7 @@ class DraftPlanner {
   std::vector<size_t> entries_;         // the plan entry of each request
   std::vector<DraftRequest> to_drafter_;  // the requests no prediction drafted
   std::vector<size_t> to_drafter_at_;     // their index in requests_
+  static constexpr int kLookEvery = 4;    // tokens between looks for an answer that left its prediction
 };
 
 }  // namespace ember

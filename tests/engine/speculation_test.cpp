@@ -507,6 +507,23 @@ TEST(Prediction, ALostAnswerIsLookedForWithinAWindow) {
   }
 }
 
+// An answer that is not on its prediction is looked for again only every few
+// tokens, so the steps between are queued ahead (a sequence that may draft is
+// not), for it and for the requests beside it.
+TEST_F(Speculation, ALostPredictionLeavesStepsQueuedAhead) {
+  std::vector<GenerationRequest> reqs = {request(ids(20, 71), 40), request(ids(24, 72), 40)};
+  for (auto& r : reqs) r.keep_logits = false;  // picked on the backend: steps may be queued ahead
+  const auto want = plain(reqs);
+  reqs[0].prediction = ids(60, 73);  // unrelated to the answer
+  auto b = backend(64);
+  Engine e(*b, nullptr, EngineOptions{});
+  const auto got = together(e, reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
+  const EngineStats st = e.stats();
+  EXPECT_GT(st.steps_ahead, st.steps / 2) << st.steps_ahead << " of " << st.steps << " steps queued ahead";
+  e.check_accounting();
+}
+
 // A request's prediction drafts with drafts otherwise off: the answer is the
 // plain one bit for bit, greedy and sampled, every drafted token counted for the
 // client as kept or dropped; requests without a prediction beside it draft nothing.
