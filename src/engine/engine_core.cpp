@@ -320,6 +320,7 @@ Pick EngineCore::backend_pick(Sequence& s) {
 void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32_t* ids) {
   const int64_t vocab = backend_.model().desc().vocab;
   const int64_t pos = s.n_computed;
+  int kept_here = 0;
   // A prediction's draft counts as dropped until deliver() finds a token of it taken.
   if (s.draft_from_prediction) s.out->count_prediction(0, n_draft);
   for (int i = 0; i <= n_draft; ++i) {
@@ -331,9 +332,11 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
     const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took, guess) : deliver(s, nullptr, ids[i], &took, guess);  // false: ended
     const bool kept = drafted && took == guess;
     accepted_tokens_ += kept;
+    kept_here += kept;
     if (!goes_on) return;
     if (!kept) break;
   }
+  if (!s.draft_from_prediction) drafts_->outcome(s, kept_here);
   // Blocks grown for positions dropped go back at once: the next step needs one more position.
   kv_.trim(s, s.n_computed + 1);
 }

@@ -50,6 +50,8 @@ struct Sequence {
   std::vector<double> draws;                    // a sampled drafting step's draw for each fed token's pick (SeqStep::draws)
   PredictionCursor prediction_at;               // where the answer stands along req.prediction
   int prediction_look_at = 0;                   // where it has left it: looked for again at this many generated tokens
+  int draft_misses = 0;                         // the drafter's drafts in a row that brought nothing ...
+  int64_t draft_again_at = 0;                   // ... so it is asked again at this many generated tokens
   bool draft_from_prediction = false;           // this step's draft is the prediction's (counted for the client)
 
   int64_t pending() const { return int64_t(tokens.size()) - n_computed; }  // tokens to feed

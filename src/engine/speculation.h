@@ -46,6 +46,8 @@ class DraftPlanner {
   // Whether the sequence would be offered a draft when it next decodes in a
   // step of `decoding` sequences decoding one token each (which leave room or not).
   bool may_draft(const Sequence& s, int decoding) const;
+  // What the drafter's verified draft brought: `kept` of its tokens (the waits of may_draft).
+  void outcome(Sequence& s, int kept) const;
   // Lengthens the planned step's decoding entries by their drafts: sets
   // n_draft, n_tokens = 1 + n_draft, logits All, and the sequence's `fed`
   // (its next token, then the draft). Returns the draft tokens planned.
@@ -64,6 +66,7 @@ class DraftPlanner {
   std::vector<DraftRequest> to_drafter_;  // the requests no prediction drafted
   std::vector<size_t> to_drafter_at_;     // their index in requests_
   static constexpr int kLookEvery = 4;    // tokens between looks for an answer that left its prediction
+  static constexpr int kMaxWaitDoublings = 3;  // a drafter without results waits at most 2^3 = 8 tokens
 };
 
 }  // namespace ember

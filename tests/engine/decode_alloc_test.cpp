@@ -10,6 +10,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine_core.h"
 #include "engine/model_drafter.h"
+#include "engine/ngram_drafter.h"
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "model/model.h"
@@ -163,9 +164,29 @@ void expect_drafting_allocates_nothing(ThreeRequests& t, int64_t drafts) {
   EXPECT_EQ(t.core.stats().running, 3);
 }
 
+// The n-gram drafter, and where it finds nothing a guess that the last token
+// repeats (so that drafts are made whatever the model writes): wrong drafts
+// and the waits after them are measured too.
+class NgramOrRepeat final : public Drafter {
+ public:
+  const char* name() const override { return "ngram-or-repeat"; }
+  void propose(std::span<DraftRequest> requests) override {
+    ngram_.propose(requests);
+    for (DraftRequest& r : requests)
+      if (r.n == 0) {
+        std::fill_n(r.out, r.max_tokens, r.tokens.back());
+        r.n = r.max_tokens;
+      }
+  }
+  void forget(uint64_t id) override { ngram_.forget(id); }
+
+ private:
+  NgramDrafter ngram_;
+};
+
 TEST_P(DecodeAllocation, EngineStepsWithDraftsAllocateNothing) {
-  ThreeRequests t(GetParam(), true, 4);
-  expect_drafting_allocates_nothing(t, 1);
+  ThreeRequests t(GetParam(), true, 4, std::make_shared<NgramOrRepeat>());
+  expect_drafting_allocates_nothing(t, 8);
 }
 
 // Drafts from a draft model (here the model itself on a backend of its own):

@@ -216,7 +216,11 @@ TEST_F(Speculation, WrongDraftsAreAllDroppedAndChangeNoBit) {
   auto b = backend(64);
   Engine e(*b, nullptr, drafting(oracle, 3));
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(drain(*e.submit(reqs[i]), vocab()), want[i], "request " + std::to_string(i));
-  EXPECT_GT(e.stats().draft_tokens, 30);
+  // Drafts that bring nothing make a sequence wait 2, 4, then 8 tokens before
+  // it is asked again (its steps meanwhile queued ahead): a few drafts of 3
+  // over 40 tokens, not one every step (about 110).
+  EXPECT_GE(e.stats().draft_tokens, 15);
+  EXPECT_LE(e.stats().draft_tokens, 40);
   EXPECT_EQ(e.stats().accepted_tokens, 0);
   e.check_accounting();
 }
