@@ -116,6 +116,16 @@ std::vector<GgmlType> gpu_formats() {
   return v;
 }
 
+// The routing part of a MoE model's descriptor.
+ModelDesc routing_desc(int n_experts, int k, Routing routing, bool norm_topk) {
+  ModelDesc d;
+  d.n_experts = n_experts;
+  d.n_experts_used = k;
+  d.routing = routing;
+  d.norm_topk = norm_topk;
+  return d;
+}
+
 class CudaKernels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -215,11 +225,7 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
                                   std::tuple{512, 32, int64_t(2048)}})
       for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
         for (bool norm : {false, true}) {
-          ModelDesc d;
-          d.n_experts = E;
-          d.n_experts_used = K;
-          d.routing = routing;
-          d.norm_topk = norm;
+          const ModelDesc d = routing_desc(E, K, routing, norm);
           const HostMatrix m = random_matrix(type, E, k, rng);
           DeviceBuffer w = upload(m.bytes);
           const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
@@ -293,11 +299,7 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
   const DeviceMatrix dm{GgmlType::F32, w.get<uint8_t>(), k, E, m.stride, 0};
   for (bool zero_input : {false, true})
     for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax}) {
-      ModelDesc d;
-      d.n_experts = E;
-      d.n_experts_used = K;
-      d.routing = routing;
-      d.norm_topk = true;
+      const ModelDesc d = routing_desc(E, K, routing, true);
       std::vector<float> x = random_floats(k, rng);
       for (float& v : x) v = zero_input ? 0.f : v / 64.f;
       DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4);
@@ -323,6 +325,48 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
         }
       }
     }
+}
+
+// route() of a step of many tokens (prefill, batched decode: one block per
+// token) routes every row as the CPU routes it: the same experts in the same
+// order, weights within 1e-6 (the GPU's expf is not the host's); each row's
+// choices the bits of that row routed alone.
+TEST_F(CudaKernels, RoutingOfManyTokensIsEachTokensOwn) {
+  std::mt19937 rng(37);
+  for (const auto& [E, K, n_tok] : {std::tuple{128, 8, int64_t(37)}, std::tuple{176, 6, int64_t(5)},
+                                    std::tuple{61, 4, int64_t(70)}, std::tuple{512, 32, int64_t(3)}})
+    for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
+      for (bool norm : {false, true}) {
+        const ModelDesc d = routing_desc(E, K, routing, norm);
+        const std::string what = "E=" + std::to_string(E) + " K=" + std::to_string(K) + " tokens " +
+                                 std::to_string(n_tok) + " routing " + std::to_string(int(routing)) + (norm ? " norm" : "");
+        std::vector<float> logits = random_floats(n_tok * E, rng);
+        for (float& v : logits) v *= 2.f;  // a few units apart: distinct choices, no saturated ties
+        const size_t nk = size_t(n_tok) * size_t(K);
+        DeviceBuffer dlog = upload(logits), dids(nk * 4), dw(nk * 4);
+        for (DeviceBuffer* b : {&dids, &dw}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+        route(d, dlog.get<float>(), n_tok, dids.get<int32_t>(), dw.get<float>(), nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto ids = download<int32_t>(dids, nk);
+        const auto w = download<float>(dw, nk);
+        std::vector<int32_t> host_ids(static_cast<size_t>(K));
+        std::vector<float> host_w(static_cast<size_t>(K)), scores(static_cast<size_t>(E));
+        for (int64_t t = 0; t < n_tok; ++t) {
+          cpu::route_token(d, logits.data() + t * E, host_ids.data(), host_w.data(), scores.data());
+          const size_t at = size_t(t) * size_t(K);
+          ASSERT_EQ(std::vector<int32_t>(ids.begin() + long(at), ids.begin() + long(at + size_t(K))), host_ids)
+              << what << " token " << t;
+          for (int j = 0; j < K; ++j)
+            EXPECT_NEAR(w[at + size_t(j)], host_w[size_t(j)], 1e-6f * std::fabs(host_w[size_t(j)])) << what << " token " << t;
+        }
+        // The last token routed alone: the same bits as in the step.
+        DeviceBuffer one_ids(size_t(K) * 4), one_w(size_t(K) * 4);
+        route(d, dlog.get<float>() + (n_tok - 1) * E, 1, one_ids.get<int32_t>(), one_w.get<float>(), nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const size_t last = nk - size_t(K);
+        EXPECT_EQ(download<int32_t>(one_ids, size_t(K)), std::vector<int32_t>(ids.begin() + long(last), ids.end())) << what;
+        EXPECT_EQ(0, std::memcmp(download<float>(one_w, size_t(K)).data(), w.data() + last, size_t(K) * 4)) << what;
+      }
 }
 
 // The CPU's int8 rounding of activation rows (Q8_K blocks), and their values as floats.
@@ -659,7 +703,10 @@ TEST_F(CudaKernels, OneLaunchExpertDownGivesTheThreeKernelBits) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K})
     for (const auto& [ef, H, K] : {std::tuple{int64_t(768), int64_t(300), 8}, std::tuple{int64_t(512), int64_t(70), 6},
                                    std::tuple{int64_t(1024), int64_t(130), 4}, std::tuple{int64_t(1536), int64_t(64), 16},
-                                   std::tuple{int64_t(4096), int64_t(40), 2}, std::tuple{int64_t(256), int64_t(33), 3}}) {
+                                   std::tuple{int64_t(4096), int64_t(40), 2}, std::tuple{int64_t(256), int64_t(33), 3},
+                                   // clusters of 9 to 15 blocks: sizes past the portable 8 that are not powers of two
+                                   std::tuple{int64_t(768), int64_t(96), 10}, std::tuple{int64_t(512), int64_t(41), 12},
+                                   std::tuple{int64_t(256), int64_t(32), 15}}) {
       const int E = K + 3;
       std::vector<uint8_t> packed;
       size_t expert_bytes = 0, stride = 0;
