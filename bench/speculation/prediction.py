@@ -10,6 +10,10 @@ answer with a sentence inserted a third of the way in (edited), and the passage 
 answer). Every answer must be the plain one's text (the script fails otherwise). Prints, per
 setting, the median request time, tokens a second, the ratio to plain, and the server's
 accepted / rejected prediction tokens (usage.completion_tokens_details).
+
+On CUDA give EMBER_CUDA_BATCH_INVARIANT=1 EMBER_CUDA_GEMM_MIN_TOKENS=65536 in the environment: otherwise
+the first, cold request's prompt and the later ones (from the prefix cache) are computed by products
+that sum in other orders, and a random-weight model's greedy answers differ in their tokens.
 """
 import argparse
 import json
