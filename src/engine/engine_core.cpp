@@ -135,8 +135,9 @@ void EngineCore::add(GenerationRequest req, std::shared_ptr<RequestStream> out) 
     s->masked_logits.resize(size_t(d.vocab));
   }
   if (drafts_) {
-    s->fed.resize(size_t(drafts_->longest_draft(*s)) + 1);
-    s->draws.resize(size_t(drafts_->longest_draft(*s)) + 1);
+    const size_t room = size_t(drafts_->longest_draft(*s)) + 1;  // the next token, then the longest draft
+    s->fed.resize(room);
+    s->draws.resize(room);
   }
   sched_.add(s.get());
   live_.push_back(std::move(s));
@@ -321,6 +322,7 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
   const int64_t vocab = backend_.model().desc().vocab;
   const int64_t pos = s.n_computed;
   int kept_here = 0;
+  const bool backend_sampled = ids && !s.sampler.pick().greedy();  // each row picked with a draw taken here
   // A prediction's draft counts as dropped until deliver() finds a token of it taken.
   if (s.draft_from_prediction) s.out->count_prediction(0, n_draft);
   for (int i = 0; i <= n_draft; ++i) {
@@ -328,7 +330,7 @@ void EngineCore::verify(Sequence& s, int n_draft, const float* rows, const int32
     const bool drafted = i < n_draft;
     const int32_t guess = drafted ? s.fed[size_t(i) + 1] : -1;
     int32_t took = -1;
-    if (ids && !s.sampler.pick().greedy()) s.sampler.draw();  // the draw the backend picked row i with
+    if (backend_sampled) s.sampler.draw();  // the draw the backend picked row i with
     const bool goes_on = rows ? deliver(s, rows + i * vocab, 0, &took, guess) : deliver(s, nullptr, ids[i], &took, guess);  // false: ended
     const bool kept = drafted && took == guess;
     accepted_tokens_ += kept;
