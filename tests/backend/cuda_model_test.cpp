@@ -200,6 +200,45 @@ TEST_F(CudaModels, RealWidthsMatchTheCpu) {
   }
 }
 
+// Contexts past kClusterContext positions: every token of such a step takes
+// the split attention kernel, the cluster kernel's blocks all leaving at once
+// (they still wait for qkv_post before leaving: otherwise the split kernel
+// may read q and this step's keys and values before qkv_post has written
+// them; launch.cuh). dense-1b's head layout (the cluster kernel's), one layer,
+// F32 weights: a prompt of 1,100 ids in steps of 64, then 12 ids one step
+// each, the last steps' logits against the CPU's (bound as for float weights).
+TEST_F(CudaModels, DecodingPastTheClusterContextMatchesTheCpu) {
+  ThreadPool pool(8);
+  const Preset p = shortened("dense-1b", 1);
+  const fs::path out = fs::temp_directory_path() / (p.name + "-F32-long-" + std::to_string(getpid()) + ".gguf");
+  generate_model(p, "F32", "", out.string(), 3, pool, false);
+  auto m = Model::load(out.string());
+  fs::remove(out);
+  const int64_t V = m->desc().vocab;
+  constexpr int kPrompt = 1100, kDecode = 12;
+  const std::vector<int32_t> ids = random_ids(kPrompt + kDecode, int(V), 9);
+  auto decoded_logits = [&](const std::string& kind) {
+    StepLimits o;
+    o.max_context = kPrompt + kDecode + 1;
+    o.max_tokens = 64;
+    o.max_logit_rows = 16;
+    auto backend = make_backend(*m, kind, o, test::f32_kv(o.max_context), 8);
+    BlockAllocator blocks(backend->kv_config().n_blocks);
+    Session s(*backend, blocks);
+    s.append(std::span<const int32_t>(ids.data(), kPrompt));
+    std::vector<float> rows;
+    for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
+      const float* l = s.append(std::span<const int32_t>(ids.data() + i, 1));
+      rows.insert(rows.end(), l, l + V);
+    }
+    return rows;
+  };
+  const std::vector<float> cpu = decoded_logits("cpu"), gpu = decoded_logits("cuda");
+  const double err = test::max_rel_error(gpu, cpu);
+  std::printf("%-28s max relative logit error %.2e over %d steps past %d positions\n", p.name.c_str(), err, kDecode, kPrompt);
+  EXPECT_LE(err, 1e-4);
+}
+
 // Prefill in one step of 128 tokens: the dense matrices take the tensor cores
 // (activations in bfloat16, not the CPU's 8 bits), the experts the decode
 // products. Bounds: 1.5x the errors measured on the H200 (2026-12-02), the

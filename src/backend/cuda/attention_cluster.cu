@@ -73,7 +73,14 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   // kernel, and the keys and values of earlier steps are read (launch.cuh).
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.z] : t0 + blockIdx.z;
   const int last = ix.pos[t];
-  if (last >= kClusterContext) return;  // the split kernel's token (the whole cluster returns)
+  if (last >= kClusterContext) {  // the split kernel's token (the whole cluster returns)
+    // Even so the blocks wait for the kernel before them (qkv_post) to finish:
+    // where every token of the step is the split kernel's, this kernel must
+    // not end before qkv_post, since the split kernel's wait covers this one
+    // alone (launch.cuh).
+    wait_for_previous_kernel();
+    return;
+  }
   const int rank = int(blockIdx.x), g = int(blockIdx.y);
   const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;

@@ -18,6 +18,10 @@
 // access to anything but weights. A kernel that never waits would race with
 // the one before it. let_next_kernel_start() comes after the wait, so at most
 // two kernels overlap: the one running and the next one's prologue.
+// The wait covers only the kernel just before, so a kernel must not end
+// before that one has: where every block of a launch may leave early (a
+// kernel with nothing to do in this step), the blocks still wait before they
+// leave, or the next kernel could run beside the one before this.
 //
 // EMBER_CUDA_PDL=0 launches every kernel plainly (for A/B runs); the waits
 // then return at once.
