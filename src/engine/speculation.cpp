@@ -82,11 +82,12 @@ int DraftPlanner::plan(std::vector<PlannedSeq>& plan) {
     r.capacity = int64_t(s.tokens.capacity());
     r.out = s.fed.data() + 1;
     r.max_tokens = int(std::min<int64_t>({lim_.prediction_tokens, left, room}));
-    r.n = from_prediction(s) && r.max_tokens > 0
+    const bool predicted = from_prediction(s);
+    r.n = predicted && r.max_tokens > 0
               ? draft_from_prediction(s.req.prediction, s.tokens, s.n_prompt, s.prediction_at, r.max_tokens, r.out)
               : 0;
     s.draft_from_prediction = r.n > 0;
-    if (from_prediction(s) && r.n == 0) s.prediction_look_at = s.generated + kLookEvery;
+    if (predicted && r.n == 0) s.prediction_look_at = s.generated + kLookEvery;
     if (r.n == 0) {
       if (s.generated < s.draft_again_at) continue;  // asked for the prediction only
       r.max_tokens = int(std::min<int64_t>({lim_.draft_tokens, left, costly ? room - asked : room}));

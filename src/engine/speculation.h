@@ -41,7 +41,7 @@ class DraftPlanner {
   bool from_prediction(const Sequence& s) const;
   // The longest draft the sequence may feed a step.
   int longest_draft(const Sequence& s) const {
-    return std::max(lim_.draft_tokens, s.req.prediction.empty() ? 0 : lim_.prediction_tokens);
+    return std::max(lim_.draft_tokens, from_prediction(s) ? lim_.prediction_tokens : 0);
   }
   // Whether the sequence would be offered a draft when it next decodes in a
   // step of `decoding` sequences decoding one token each (which leave room or not).

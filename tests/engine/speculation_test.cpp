@@ -119,6 +119,13 @@ EngineOptions drafting(std::shared_ptr<Drafter> d, int k, int running = 8) {
   return o;
 }
 
+// The engine's stats once it is idle: they are published after the step that
+// finished a stream, so a reader woken by the stream's end could see the step before it.
+EngineStats settled_stats(Engine& e) {
+  e.wait_idle();
+  return e.stats();
+}
+
 }  // namespace
 
 TEST(NgramDrafter, DraftsWhatFollowedTheLongestMatch) {
@@ -196,16 +203,12 @@ TEST_F(Speculation, RightDraftsAreAllKeptAndChangeNoBit) {
   auto b = backend(64);
   Engine e(*b, nullptr, drafting(oracle, 4));
   for (size_t i = 0; i < reqs.size(); ++i) {
-    // Stats are published after the step that finished a stream: read them once the engine is idle.
-    e.wait_idle();
-    const int64_t steps = e.stats().steps;
+    const int64_t steps = settled_stats(e).steps;
     expect_same(drain(*e.submit(reqs[i]), vocab()), want[i], "request " + std::to_string(i));
-    e.wait_idle();
     // 1 prompt step, then 5 tokens a step; the finishing step feeds the last token.
-    EXPECT_LE(e.stats().steps - steps, 2 + (reqs[i].max_tokens + 4) / 5) << "drafts were not used";
+    EXPECT_LE(settled_stats(e).steps - steps, 2 + (reqs[i].max_tokens + 4) / 5) << "drafts were not used";
   }
-  e.wait_idle();  // the stats of the last step are published after it finished the streams
-  const EngineStats st = e.stats();
+  const EngineStats st = settled_stats(e);
   EXPECT_GT(st.draft_tokens, 0);
   EXPECT_EQ(st.accepted_tokens, st.draft_tokens) << "a right draft was dropped";
   EXPECT_EQ(oracle->forgotten(), 2);
@@ -223,10 +226,10 @@ TEST_F(Speculation, WrongDraftsAreAllDroppedAndChangeNoBit) {
   // Drafts that bring nothing make a sequence wait 2, 4, then 8 tokens before
   // it is asked again (its steps meanwhile queued ahead): a few drafts of 3
   // over 40 tokens, not one every step (about 110).
-  e.wait_idle();
-  EXPECT_GE(e.stats().draft_tokens, 15);
-  EXPECT_LE(e.stats().draft_tokens, 40);
-  EXPECT_EQ(e.stats().accepted_tokens, 0);
+  const EngineStats st = settled_stats(e);
+  EXPECT_GE(st.draft_tokens, 15);
+  EXPECT_LE(st.draft_tokens, 40);
+  EXPECT_EQ(st.accepted_tokens, 0);
   e.check_accounting();
 }
 
@@ -253,8 +256,7 @@ TEST_F(Speculation, DraftsRightForAWhileComposeWithBatchingAndPreemption) {
     const auto got = together(e, reqs);
     for (size_t i = 0; i < reqs.size(); ++i)
       expect_same(got[i], want[i], "wrong every " + std::to_string(wrong_every) + ", request " + std::to_string(i));
-    e.wait_idle();  // the stats of the last step are published after it finished the streams
-    const EngineStats st = e.stats();
+    const EngineStats st = settled_stats(e);
     EXPECT_GT(st.accepted_tokens, 0);
     EXPECT_LT(st.accepted_tokens, st.draft_tokens);
     EXPECT_GT(st.preemptions, 0) << "the pool was meant to be too small for every sequence at once";
@@ -314,9 +316,9 @@ TEST_F(Speculation, NgramDraftsOnTheTinyModelChangeNoBit) {
   Engine e(*b, nullptr, o);
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
-  e.wait_idle();
-  EXPECT_GT(e.stats().draft_tokens, 0) << "a prompt that repeats itself offers matches";
-  EXPECT_GT(e.stats().accepted_tokens, 0);
+  const EngineStats st = settled_stats(e);
+  EXPECT_GT(st.draft_tokens, 0) << "a prompt that repeats itself offers matches";
+  EXPECT_GT(st.accepted_tokens, 0);
   e.check_accounting();
 }
 
@@ -345,8 +347,7 @@ TEST_F(Speculation, WithoutThePrefixCacheAndWithCancellationsNothingChanges) {
     }
     expect_same(got[i], want[i], "request " + std::to_string(i));
   }
-  e.wait_idle();
-  EXPECT_GT(e.stats().accepted_tokens, 0);
+  EXPECT_GT(settled_stats(e).accepted_tokens, 0);
   EXPECT_EQ(oracle->forgotten(), 9);
   e.check_accounting();
 }
@@ -415,8 +416,7 @@ TEST_F(Speculation, TheModelAsItsOwnDraftModelIsAlwaysRight) {
   Engine e(*b, nullptr, drafting(draft_model(generate_tiny_model("speculation-self"), 64, vocab()), 5, 3));
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
-  e.wait_idle();  // the stats of the last step are published after it finished the streams
-  const EngineStats st = e.stats();
+  const EngineStats st = settled_stats(e);
   EXPECT_GT(st.draft_tokens, 80);
   EXPECT_EQ(st.accepted_tokens, st.draft_tokens);
   e.check_accounting();
@@ -433,8 +433,7 @@ TEST_F(Speculation, ADraftModelOfOtherWeightsChangesNoBit) {
   Engine e(*b, nullptr, drafting(drafter, 4, 6));
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
-  e.wait_idle();
-  EXPECT_GT(e.stats().draft_tokens, 0);
+  EXPECT_GT(settled_stats(e).draft_tokens, 0);
   EXPECT_GT(drafter->starved(), 0) << "the draft model's pool was meant to be too small for every sequence";
   EXPECT_GT(drafter->dropped(), 0) << "no sequence's draft positions were dropped for another's";
   e.check_accounting();
@@ -533,8 +532,7 @@ TEST_F(Speculation, ALostPredictionLeavesStepsQueuedAhead) {
   Engine e(*b, nullptr, EngineOptions{});
   const auto got = together(e, reqs);
   for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], want[i], "request " + std::to_string(i));
-  e.wait_idle();  // the stats of the last step are published after it finished the streams
-  const EngineStats st = e.stats();
+  const EngineStats st = settled_stats(e);
   EXPECT_GT(st.steps_ahead, st.steps / 2) << st.steps_ahead << " of " << st.steps << " steps queued ahead";
   e.check_accounting();
 }
@@ -590,8 +588,7 @@ TEST_F(Speculation, APredictionDraftsAndChangesNoBit) {
         EXPECT_EQ(got[i].prediction_kept + got[i].prediction_dropped, 0) << what;
       }
     }
-    e.wait_idle();  // the stats of the last step are published after it finished the streams
-    const EngineStats st = e.stats();
+    const EngineStats st = settled_stats(e);
     EXPECT_EQ(st.draft_tokens, kept + dropped) << "a request without a prediction drafted";
     EXPECT_EQ(st.accepted_tokens, kept);
     e.check_accounting();
@@ -602,8 +599,7 @@ TEST_F(Speculation, APredictionDraftsAndChangesNoBit) {
   off.prediction_tokens = 0;
   Engine e(*b, nullptr, off);
   expect_same(drain(*e.submit(reqs[0]), vocab()), want[0], "predictions off");
-  e.wait_idle();
-  EXPECT_EQ(e.stats().draft_tokens, 0);
+  EXPECT_EQ(settled_stats(e).draft_tokens, 0);
   GenerationRequest bad = reqs[0];
   bad.prediction.push_back(vocab());
   EXPECT_THROW(e.submit(bad), Error) << "a predicted id outside the vocabulary";
@@ -640,8 +636,7 @@ TEST_F(Speculation, TrainedModelTextAndStopStringsAreTheSame) {
     Engine e(*b, &tok, o);
     auto out = all_at_once(e, base->desc().vocab, rs);
     e.check_accounting();
-    e.wait_idle();
-    return std::make_pair(out, e.stats());
+    return std::make_pair(out, settled_stats(e));
   };
   EngineOptions plain_opt;
   plain_opt.max_running = 4;
