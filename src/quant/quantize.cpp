@@ -45,7 +45,10 @@ void q8_0(const float* x, BlockQ8_0& b) {
   b.d = f2h(d);
   const float dh = fp16_to_f32(b.d);
   const float id = dh != 0 ? 1.f / dh : 0.f;
-  for (int j = 0; j < 32; ++j) b.qs[j] = int8_t(clampi(nearest(x[j] * id), -127, 127));
+  // nearbyint, not nearest(), as in quantize_row_q8_k: this rounds the activations of every Q8_0
+  // product, and a build that fuses the product into nearest()'s addition would move some codes
+  // across a tie (2 in 4.2M at -march=x86-64-v3). The GPU repeats this rounding bit for bit.
+  for (int j = 0; j < 32; ++j) b.qs[j] = int8_t(clampi(int(std::nearbyint(x[j] * id)), -127, 127));
 }
 
 // Symmetric 4/5-bit blocks: the largest-magnitude value maps to the most negative level.
