@@ -17,10 +17,14 @@
 //   round; with a fixed two rounds of warm-up the check failed one run in
 //   four). A leak of 80 KiB per request would keep every round above the
 //   settling threshold over its 80 streams (a logits row of the 151,936-token
-//   vocabulary alone is 593 KiB). Small leaks are LeakSanitizer's job (the
-//   ASan build runs these tests). Under a sanitizer (its runtime mapped into
-//   the server) RSS is not checked, nor warmed up for: the allocator holds
-//   freed memory in quarantine by design.
+//   vocabulary alone is 593 KiB). Where the loaded round still adds more than
+//   24 MiB (a new high-water mark: under CI's parallel tests it added 34 and
+//   43 MiB once, 2026-12-05), the same round runs once more: a high-water mark
+//   is not raised again by the same load, a leak grows again by as much, so
+//   that round may add at most a quarter of the tolerance. Small leaks are
+//   LeakSanitizer's job (the ASan build runs these tests). Under a sanitizer
+//   (its runtime mapped into the server) RSS is not checked, nor warmed up
+//   for: the allocator holds freed memory in quarantine by design.
 // - Once idle, every KV block is free or held by the prefix cache
 //   (ember_kv_blocks_used == ember_kv_blocks_cached in /metrics).
 import assert from 'node:assert/strict';
@@ -157,9 +161,18 @@ const used = gauge(text, 'ember_kv_blocks_used'), cached = gauge(text, 'ember_kv
 assert.equal(used, cached, `KV blocks used ${used}, held by the prefix cache ${cached}: ${used - cached} leaked`);
 await sleep(200);
 const after = rssKiB();
-if (!sanitized) assert.ok(after <= baseline + RSS_TOLERANCE_KIB, `RSS ${after} KiB after the load, baseline ${baseline} KiB`);
+let again = after;
+if (!sanitized && after > baseline + RSS_TOLERANCE_KIB) {
+  const repeated = await round();
+  for (let i = 0; i < CLIENTS; ++i) assert.equal(repeated[i], alone[i], `client ${i}: under load again the text differs from its run alone`);
+  await idleMetrics();
+  await sleep(200);
+  again = rssKiB();
+  assert.ok(again - after < SETTLED_KIB,
+            `RSS ${baseline} KiB before the load, ${after} after it, ${again} after the same load again: a leak?`);
+}
 const seconds = (Date.now() - started) / 1000;
 assert.ok(seconds <= 60, `load test took ${seconds} s`);
 console.log(`load: ${CLIENTS} streams equal to their runs alone, ${LEAVERS} disconnects, ${MALFORMED} malformed requests ` +
-            `refused, in ${seconds.toFixed(1)} s; RSS ${baseline} -> ${after} KiB` +
+            `refused, in ${seconds.toFixed(1)} s; RSS ${baseline} -> ${after}${again !== after ? ` -> ${again} (the load again)` : ''} KiB` +
             `${sanitized ? ' (not checked: sanitizer)' : ` after ${warm_rounds} warm-up rounds`}; KV blocks used ${used} = cached ${cached}`);
