@@ -43,13 +43,25 @@ constexpr int64_t kGemmMinTokens = 65;
 // A picked row's parameters (sampling.h) in the step metadata.
 constexpr size_t kPickInts = sizeof(DevicePick) / sizeof(int32_t);
 
+// Every float array of the scratch starts on a 16-byte boundary (kernels read
+// them four floats at a time), whatever the limits: at one token a step, an
+// MoE model's one-float dense FFN rows put every array after them 8 bytes off,
+// and the expert down kernel's 16-byte loads faulted.
+constexpr size_t whole_float4s(size_t n) { return (n + 3) / 4 * 4; }
+
 // Scratch of one step, sized for the limits: floats, and the ints of the step metadata and the expert choices.
 struct ScratchSizes {
   size_t x, q, kv, ffn, logits, partial, router, moe_items, moe_ffn, moe_out, moe_tiles;
   size_t meta_ints;  // step metadata: tokens, positions, sequences, logit rows, table offsets, split-attention
                      // tokens (T each), flash tiles (2T), sequences' first positions (T), picks (8 per logit row), then tables
+  size_t picks_at, tables_at;  // where the picks (on a 32-byte boundary: they hold doubles) and the tables start
   int max_table;
-  size_t floats() const { return 3 * x + 2 * q + 2 * kv + 2 * ffn + logits + partial + router + moe_ffn * 2 + moe_out + moe_items; }
+  size_t floats() const {
+    size_t n = 0;
+    for (size_t a : {x, x, x, q, q, kv, kv, ffn, ffn, logits, partial, router, moe_items, moe_ffn, moe_ffn, moe_out})
+      n += whole_float4s(a);
+    return n;
+  }
   // The metadata, then the chosen experts, the items in expert order and their tiles.
   size_t ints() const { return meta_ints + 2 * moe_items + 3 * moe_tiles; }
 };
@@ -66,7 +78,9 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
               size_t(d.head_dim + 2);
   // Each sequence's table is at most one context of blocks; there are at most max_tokens sequences.
   s.max_table = int(std::min<int64_t>(int64_t(T) * ((lim.max_context + block_size - 1) / block_size + 1), int64_t(1) << 26));
-  s.meta_ints = 9 * T + kPickInts * size_t(lim.max_logit_rows) + size_t(s.max_table);
+  s.picks_at = (9 * T + kPickInts - 1) / kPickInts * kPickInts;
+  s.tables_at = s.picks_at + kPickInts * size_t(lim.max_logit_rows);
+  s.meta_ints = s.tables_at + size_t(s.max_table);
   if (d.n_experts > 0) {
     s.router = T * size_t(d.n_experts);
     s.moe_items = T * size_t(d.n_experts_used);
@@ -204,7 +218,7 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   sz_ = scratch_sizes(d, lim_, kv_.block_size);
   scratch_ = DeviceBuffer(sz_.floats() * sizeof(float));
   float* f = scratch_.get<float>();
-  auto take = [&](size_t n) { float* p = f; f += n; return p; };
+  auto take = [&](size_t n) { float* p = f; f += whole_float4s(n); return p; };
   x_ = take(sz_.x); xn_ = take(sz_.x); proj_ = take(sz_.x);
   q_ = take(sz_.q); attn_ = take(sz_.q);
   k_ = take(sz_.kv); v_ = take(sz_.kv);
@@ -224,8 +238,8 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   int32_t* ip = ints_.get<int32_t>();
   tokens_ = ip; pos_ = ip + T; seq_ = ip + 2 * T; rows_ = ip + 3 * T; table_off_ = ip + 4 * T;
   split_list_ = ip + 5 * T; flash_list_ = ip + 6 * T; seq_start_ = ip + 8 * T;
-  picks_ = reinterpret_cast<DevicePick*>(ip + 9 * T);
-  tables_ = ip + 9 * T + kPickInts * size_t(lim_.max_logit_rows);
+  picks_ = reinterpret_cast<DevicePick*>(ip + sz_.picks_at);
+  tables_ = ip + sz_.tables_at;
   moe_ids_ = ip + sz_.meta_ints;
   moe_order_ = moe_ids_ + sz_.moe_items;
   moe_tiles_ = moe_order_ + sz_.moe_items;
@@ -323,8 +337,8 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
   const size_t T = size_t(lim_.max_tokens);
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
   int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_start = h + 8 * T;
-  auto* h_picks = reinterpret_cast<DevicePick*>(h + 9 * T);
-  const size_t table_at = 9 * T + kPickInts * size_t(lim_.max_logit_rows);
+  auto* h_picks = reinterpret_cast<DevicePick*>(h + sz_.picks_at);
+  const size_t table_at = sz_.tables_at;
   int32_t* h_tab = h + table_at;
   Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
