@@ -38,6 +38,7 @@ namespace {
 using test::download;
 using test::upload;
 using test::upload_in_device_layout;
+using test::zeroed_counter;
 
 // The IQ codebooks in device memory, as the backend uploads them.
 struct Tables {
@@ -206,7 +207,8 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
 }
 
 // The one-launch router of a decoding token (route_one_token) against the
-// router product and route() in two launches: the same logits, ids and weights
+// router product and route() in two launches (the counter its blocks finish
+// on left zeroed): the same logits, ids and weights
 // bit for bit, for every routing, float router formats and expert counts that
 // do not fill its warps or take several rows a warp; run twice. The two-launch
 // choices are the CPU's routing of the same logits (cpu::route_token): the same
@@ -216,6 +218,7 @@ TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
 TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
   std::mt19937 rng(19);
   Tables tab;
+  DeviceBuffer arrivals = zeroed_counter();
   // Rows whose weights a lane holds through the wait in two chunks (2,048; 1,056: lane 0 alone takes a
   // second), four (4,096), or loads after it (5,120).
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
@@ -255,8 +258,9 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
           for (int run = 0; run < 2; ++run) {
             poison();
             route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
-                            nullptr);
+                            arrivals.get<unsigned>(), nullptr);
             const auto [logits1, ids1, w1] = fetch();
+            ASSERT_EQ(download<uint32_t>(arrivals, 1)[0], 0u) << what << ": the launch leaves its counter zeroed";
             ASSERT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what;
             ASSERT_EQ(ids1, ids2) << what;
             ASSERT_EQ(0, std::memcmp(w1.data(), w2.data(), size_t(K) * 4)) << what;
@@ -267,9 +271,9 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
             DeviceBuffer dx2 = upload(x2), dlog2(size_t(E) * 4), dids2(size_t(K) * 4), dw2(size_t(K) * 4);
             poison();
             route_one_token(d, dm, tab.t, dx2.get<float>(), dlog2.get<float>(), dids2.get<int32_t>(), dw2.get<float>(),
-                            nullptr);
+                            arrivals.get<unsigned>(), nullptr);
             route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
-                            nullptr);
+                            arrivals.get<unsigned>(), nullptr);
             const auto [logits1, ids1, w1] = fetch();
             ASSERT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what << " queued";
             ASSERT_EQ(ids1, ids2) << what << " queued";
@@ -297,6 +301,7 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
     std::memcpy(m.bytes.data() + size_t(e) * m.stride, m.bytes.data() + size_t(e - 1) * m.stride, m.stride);
   DeviceBuffer w = upload(m.bytes);
   const DeviceMatrix dm{GgmlType::F32, w.get<uint8_t>(), k, E, m.stride, 0};
+  DeviceBuffer arrivals = zeroed_counter();
   for (bool zero_input : {false, true})
     for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax}) {
       const ModelDesc d = routing_desc(E, K, routing, true);
@@ -306,7 +311,8 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
       for (bool one_launch : {false, true}) {
         EMBER_CUDA_CHECK(cudaMemset(dids.get(), 0xFF, dids.bytes()));
         if (one_launch) {
-          route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(), nullptr);
+          route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
+                          arrivals.get<unsigned>(), nullptr);
         } else {
           gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
           route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
@@ -323,6 +329,59 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
         if (zero_input) {
           EXPECT_EQ(ids, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
         }
+      }
+    }
+}
+
+// The router's own norm (norm_and_route_one_token) gives the bits of the
+// kernels it replaces: rmsnorm_int8_acts' row and rounding (the bits of
+// rmsnorm_rows and its rounding, FusedNormAndGateRoundAsTheUnfusedKernels),
+// then the one-launch router over that row. Rows of one 2,048-element pass,
+// of part of one, of two and of a pass and a part; experts in one block (which
+// then writes both passes) or in many; with the rounding, and without it
+// (the int8 rows then untouched).
+TEST_F(CudaKernels, RouterNormGivesTheNormKernelsBits) {
+  std::mt19937 rng(29);
+  Tables tab;
+  DeviceBuffer arrivals = zeroed_counter();
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    for (const auto& [E, K, k] : {std::tuple{128, 8, int64_t(2048)}, std::tuple{176, 6, int64_t(2048)},
+                                  std::tuple{8, 2, int64_t(1280)}, std::tuple{300, 8, int64_t(4096)},
+                                  std::tuple{64, 4, int64_t(3328)}, std::tuple{5, 2, int64_t(4096)}}) {
+      const ModelDesc d = routing_desc(E, K, Routing::SoftmaxTopK, true);
+      const HostMatrix m = random_matrix(type, E, k, rng);
+      DeviceBuffer w = upload(m.bytes);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
+      ASSERT_TRUE(norms_in_router(dm));
+      const std::vector<float> x = random_floats(k, rng), g = random_floats(k, rng);
+      DeviceBuffer dx = upload(x), dg = upload(g);
+      DeviceBuffer y1(size_t(k) * 4), y2(size_t(k) * 4), q1(int8_acts_bytes(1, k)), q2(int8_acts_bytes(1, k)),
+          l1(size_t(E) * 4), l2(size_t(E) * 4), i1(size_t(K) * 4), i2(size_t(K) * 4), w1(size_t(K) * 4), w2(size_t(K) * 4);
+      for (DeviceBuffer* b : {&q1, &q2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+      const float eps = 1e-6f;
+      rmsnorm_int8_acts(dx.get<float>(), nullptr, 1, dg.get<float>(), eps, k, y1.get<float>(), q1.get(), nullptr);
+      route_one_token(d, dm, tab.t, y1.get<float>(), l1.get<float>(), i1.get<int32_t>(), w1.get<float>(),
+                      arrivals.get<unsigned>(), nullptr);
+      for (bool rounded : {true, false}) {
+        const std::string what = std::string(type_name(type)) + " E=" + std::to_string(E) + " k=" + std::to_string(k) +
+                                 (rounded ? " rounded" : "");
+        for (DeviceBuffer* b : {&y2, &q2, &l2, &i2, &w2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+        RouterNorm rn;
+        rn.x = dx.get<float>(); rn.w = dg.get<float>(); rn.eps = eps; rn.y = y2.get<float>();
+        if (rounded) rn.acts = int8_acts_view(1, k, q2.get());
+        norm_and_route_one_token(d, rn, dm, tab.t, l2.get<float>(), i2.get<int32_t>(), w2.get<float>(),
+                                 arrivals.get<unsigned>(), nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(download<uint32_t>(arrivals, 1)[0], 0u) << what;
+        EXPECT_EQ(download<float>(y1, size_t(k)), download<float>(y2, size_t(k))) << what;
+        const std::vector<uint8_t> untouched(q2.bytes(), 0xFF);
+        EXPECT_TRUE(download<uint8_t>(q2, q2.bytes()) == (rounded ? download<uint8_t>(q1, q1.bytes()) : untouched))
+            << what << ": int8 rows";
+        const auto logits1 = download<float>(l1, size_t(E)), logits2 = download<float>(l2, size_t(E));
+        EXPECT_EQ(0, std::memcmp(logits1.data(), logits2.data(), size_t(E) * 4)) << what;
+        EXPECT_EQ(download<int32_t>(i1, size_t(K)), download<int32_t>(i2, size_t(K))) << what;
+        const auto wt1 = download<float>(w1, size_t(K)), wt2 = download<float>(w2, size_t(K));
+        EXPECT_EQ(0, std::memcmp(wt1.data(), wt2.data(), size_t(K) * 4)) << what;
       }
     }
 }

@@ -29,6 +29,13 @@ inline DeviceBuffer upload_in_device_layout(GgmlType t, const std::vector<uint8_
   return b;
 }
 
+// A counter of four zeroed bytes (the kernels that count their finished blocks on one).
+inline DeviceBuffer zeroed_counter() {
+  DeviceBuffer b(4);
+  EMBER_CUDA_CHECK(cudaMemset(b.get(), 0, 4));
+  return b;
+}
+
 template <class T>
 std::vector<T> download(const DeviceBuffer& b, size_t n) {
   std::vector<T> v(n);

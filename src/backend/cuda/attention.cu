@@ -36,7 +36,10 @@ template <class E>
 __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, StepIndex ix, KvLayer kv) {
   __shared__ float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
   __shared__ float head[kPostWarps][kMaxHeadDim];
-  begin_kernel();
+  // The step's positions, block tables and the rotation's frequencies are
+  // there before the step's first kernel and never change during it: the
+  // rotation's angles (a double cosine and sine each) are computed before
+  // waiting for the product that writes q and k (launch.cuh).
   const int64_t t = blockIdx.x;
   const int hd = a.head_dim, half = hd / 2, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int64_t pos = ix.pos[t];
@@ -45,8 +48,9 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
     cs[i] = float(cos(angle));
     sn[i] = float(sin(angle));
   }
-  __syncthreads();
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
+  begin_kernel();
+  __syncthreads();
   const int QD = a.n_heads * hd, KVD = a.n_kv_heads * hd;
   const int h = int(blockIdx.y) * kPostWarps + w;
   if (h < a.n_heads + a.n_kv_heads) {

@@ -184,6 +184,7 @@ class CudaBackend final : public Backend {
   const int32_t* waited_ids_ = nullptr;  // picked_ids(): the picks of the step waited for last
   DeviceBuffer device_ids_;  // the picked ids of LastPicked rows (a step's picked tokens read them)
   DeviceBuffer argmax_scratch_;  // the slices' bests per row (argmax.h)
+  DeviceBuffer router_arrivals_;  // the one-token router's count of finished blocks (moe.h)
   // Attention of the step being run: sequences with more than kFlashRows tokens
   // in it take flash attention (flash_tiles_ tiles), the other tokens
   // (split_tokens_ of them, listed at split_list_) the split kernel.
@@ -248,6 +249,8 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   device_ids_ = DeviceBuffer(size_t(lim_.max_logit_rows) * sizeof(int32_t));
   argmax_scratch_ = DeviceBuffer(argmax_scratch_bytes(lim_.max_logit_rows));
   EMBER_CUDA_CHECK(cudaMemsetAsync(argmax_scratch_.get(), 0, argmax_scratch_.bytes(), stream_));
+  router_arrivals_ = DeviceBuffer(sizeof(unsigned));
+  EMBER_CUDA_CHECK(cudaMemsetAsync(router_arrivals_.get(), 0, router_arrivals_.bytes(), stream_));
   const char* fl = std::getenv("EMBER_CUDA_FLASH");
   flash_ = flash_attention_fits(kv_.type, d.head_dim) && !(fl && std::strcmp(fl, "0") == 0);
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
@@ -571,14 +574,27 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const DeviceLayer& L = w_.layers[size_t(l)];
   const int64_t H = d.hidden, E = d.n_experts, K = d.n_experts_used, EF = d.expert_ffn;
-  prof_.mark("norm", stream_);
-  const Int8Acts* xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
-  prof_.mark("router", stream_);
-  if (n_tok == 1 && routes_in_one_launch(L.router)) {
-    route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, stream_);
+  const Int8Acts* xq = nullptr;
+  if (n_tok == 1 && norms_in_router(L.router) && L.router.k == H) {
+    // One token: the norm, the router product and the routing in one launch.
+    prof_.mark("norm + router", stream_);
+    RouterNorm rn;
+    rn.x = x_; rn.w = L.ffn_norm; rn.eps = d.norm_eps; rn.y = xn_;
+    if (wants_int8({&L.router, &L.gate_exps, &L.up_exps}, n_tok)) {
+      acts_ = rn.acts = int8_acts_view(n_tok, H, int8_scratch_.get());
+      xq = &acts_;
+    }
+    norm_and_route_one_token(d, rn, L.router, w_.iq, router_, moe_ids_, moe_w_, router_arrivals_.get<unsigned>(), stream_);
   } else {
-    gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
-    route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
+    prof_.mark("norm", stream_);
+    xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
+    prof_.mark("router", stream_);
+    if (n_tok == 1 && routes_in_one_launch(L.router)) {
+      route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, router_arrivals_.get<unsigned>(), stream_);
+    } else {
+      gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
+      route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
+    }
   }
   prof_.mark("experts", stream_);
   // Only the chosen experts' weights are read: item t * K + j is token t's j-th expert.

@@ -1,22 +1,19 @@
-#include <cooperative_groups.h>
-
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/gemv_rows.cuh"
+#include "backend/cuda/int8_round.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/moe.h"
+#include "backend/cuda/row_ops.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
 
 namespace {
-
-namespace cg = cooperative_groups;
 
 constexpr int kMaxExperts = 512;
 constexpr int kMaxUsed = 32;
@@ -139,92 +136,119 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(const float* logit
   route_token<P>(logits + t * E, E, K, routing, norm_topk, ids + t * K, weights + t * K, s);
 }
 
-// The router product of one token and its routing in one launch: one thread
-// block cluster, a warp per expert row (its sums in gemv's order, so the logits
-// are gemv's bits), each logit stored into the first block's shared memory,
-// one cluster barrier, then the first block routes. With C > 0 a lane holds
-// its C chunks of 32 weights of its first row (rows of at most 1,024 C) and
-// loads them before waiting for the kernel before (the router's weights never
-// change during a step, launch.cuh), so that only the activations' loads
-// follow the wait; C = 0 (longer rows), and a warp's further rows (more than
-// 16 Warps experts), load after it. Warps a block: 8, or 16 for more than 128
-// experts of rows up to 2,048, so that each warp holds one row through the
-// wait (flint-like's 176 experts decoded at the same rate with 8, run 15e).
-constexpr int kRouterBlocks = 16;  // beyond the portable 8: the cluster spreads the weights' loads over 16 SMs
+// The router product of one token and its routing in one launch, spread over
+// ceil(E / 8) blocks of 8 warps, a warp per expert row (its sums in gemv's
+// order, so the logits are gemv's bits). Each block stages the input row in
+// its shared memory; with a RouterNorm it first computes that row itself, the
+// RMSNorm of the residual stream as rmsnorm_round_kernel does (the same block
+// size, so the same sums), and blocks take turns writing it out and rounding
+// it to int8 for the experts' products: the norm costs no launch of its own.
+// A lane holds its first C chunks of 32 weights (C = 2 for rows up to 2,048, 4
+// beyond; further chunks load after the wait), and the norm weights, from
+// before waiting for the kernel before (they never change during a step,
+// launch.cuh). Each block then writes its logits and counts itself done; the
+// block that finishes last reads every logit back and routes (argmax.cu's way
+// of finishing: no cluster, whose blocks are placed only where a group of SMs
+// is free as a whole, run 17c).
+constexpr int kRouterWarps = 8;
+constexpr int kRouterThreads = kRouterWarps * 32;  // also the norm's block: rmsnorm_round_kernel's sums
+constexpr int64_t kMaxRouterK = 8192;              // the staged row: 32 KB of shared memory
+constexpr int64_t kMaxNormedK = 2 * 8 * kRouterThreads;  // the norm weights a thread holds: two passes of 8
 
-template <int P, int C>
-constexpr int router_warps() {
-  return C == 2 && P > 1 ? 16 : 8;
+// Chunk c's eight float4s sit rotated by c & 7 in the staged row, so that a
+// warp's 32 lanes reading float4 j of chunks lane, lane + 32, ... meet every
+// bank (4 wavefronts a load where the plain layout takes 32).
+__device__ __forceinline__ int64_t staged_slot(int64_t q) { return (q & ~int64_t(7)) | ((q ^ (q >> 3)) & 7); }
+
+__device__ __forceinline__ float staged_chunk_dot(const float (&w)[32], const float4* xs, int64_t c) {
+  float a = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) a = chunk_fma(w, j, xs[staged_slot(8 * c + j)], a);
+  return a;
 }
 
-template <GgmlType T, int C>
-__device__ __forceinline__ float router_dot(const uint8_t* W, size_t stride, int64_t r, int E, int64_t k, const IqTables& tab,
-                                            const float* x) {
-  if constexpr (C == 0) {
-    begin_kernel();
-    if (r >= E) return 0.f;
-    const float* xs[1] = {x};
-    float acc[1][1];
-    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
-    return acc[0][0];
-  } else {
-    // rows_dot's sums for one row and one activation row, with the weights loaded first.
-    const int lane = threadIdx.x & 31;
-    const int64_t n_chunks = k / 32;
-    const uint8_t* row = W + size_t(min(r, int64_t(E) - 1)) * stride;
-    float w[C][32];
-#pragma unroll
-    for (int i = 0; i < C; ++i)
-      if (lane + 32 * i < n_chunks) dequant_chunk<T>(row, lane + 32 * i, tab, w[i]);
-    begin_kernel();
-    if (r >= E) return 0.f;
-    float acc = 0.f;
-#pragma unroll
-    for (int i = 0; i < C; ++i) {
-      const int64_t c = lane + 32 * i;
-      if (c < n_chunks) {
-        const float4* xv = reinterpret_cast<const float4*>(x + 32 * c);
-        float a = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) a = chunk_fma(w[i], j, xv[j], a);
-        acc += a;
-      }
-    }
-    return warp_sum(acc);
-  }
-}
-
-template <GgmlType T, int P, int C, int Warps>
-__global__ void __launch_bounds__(Warps * 32) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
-                                                                  IqTables tab, const float* x, float* logits, int E,
-                                                                  int K, Routing routing, bool norm_topk, int32_t* ids,
-                                                                  float* weights) {
+template <GgmlType T, int P, int C>
+__global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const uint8_t* W, size_t stride, int64_t k,
+                                                                      IqTables tab, const float* x, RouterNorm norm,
+                                                                      float* logits, int E, int K, Routing routing,
+                                                                      bool norm_topk, int32_t* ids, float* weights,
+                                                                      unsigned* arrivals) {
+  extern __shared__ float4 staged[];
   __shared__ float gathered[kMaxExperts];
   __shared__ RouteScratch s;
-  const cg::cluster_group cl = cg::this_cluster();
-  // A block may write into another's shared memory only once that block runs: this
-  // barrier's arrival now and its wait before the first write cost nothing in between.
-  auto started = cl.barrier_arrive();
-  float* into = cl.map_shared_rank(gathered, 0);
+  __shared__ bool last;
   const int lane = threadIdx.x & 31;
-  static_assert(Warps * 32 >= kRouteThreads, "the first block's threads route");
-  constexpr int kRowsAtOnce = kRouterBlocks * Warps;
-  int64_t r = int64_t(blockIdx.x) * Warps + (threadIdx.x >> 5);
-  auto put = [&](int64_t row, float logit) {
-    into[row] = logit;
-    logits[row] = logit;
-  };
-  const float first = router_dot<T, C>(W, stride, r, E, k, tab, x);
-  cl.barrier_wait(std::move(started));
-  if (r < E && lane == 0) put(r, first);
-  for (r += kRowsAtOnce; r < E; r += kRowsAtOnce) {
-    const float* xs[1] = {x};
-    float acc[1][1];
-    rows_dot<T, 1, 1>(W, stride, r, E, k / 32, tab, xs, acc);
-    if (lane == 0) put(r, acc[0][0]);
+  const int64_t r = int64_t(blockIdx.x) * kRouterWarps + (threadIdx.x >> 5), n_chunks = k / 32;
+  const uint8_t* row = W + size_t(min(r, int64_t(E) - 1)) * stride;
+  float w[C][32];
+#pragma unroll
+  for (int i = 0; i < C; ++i)
+    if (lane + 32 * i < n_chunks) dequant_chunk<T>(row, lane + 32 * i, tab, w[i]);
+  // Pass p of the norm: thread t takes elements 8t .. 8t + 7 of [2,048 p, 2,048 (p + 1)), as
+  // rmsnorm_round_kernel's warp j takes 256-element block j.
+  const bool normed_here = norm.x != nullptr;
+  float g[2][8];
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const int64_t e = p * 8 * kRouterThreads + 8 * threadIdx.x;
+    if (normed_here && e < k) load_eight(norm.w + e, g[p]);
   }
-  cl.sync();  // every logit is in the first block's shared memory
-  if (blockIdx.x != 0 || threadIdx.x >= kRouteThreads) return;
+  begin_kernel();
+  if (normed_here) {
+    const float inv = row_inv_rms<kRouterThreads>(norm.x, k, norm.eps);
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      const int64_t e = p * 8 * kRouterThreads + 8 * threadIdx.x;
+      if (e >= k) break;
+      float v[8];
+      load_eight(norm.x + e, v);
+#pragma unroll
+      for (int m = 0; m < 8; ++m) v[m] = normed(v[m], inv, g[p][m]);
+      const float4 lo = make_float4(v[0], v[1], v[2], v[3]), hi = make_float4(v[4], v[5], v[6], v[7]);
+      staged[staged_slot(e / 4)] = lo;
+      staged[staged_slot(e / 4 + 1)] = hi;
+      if (p % int(gridDim.x) == int(blockIdx.x)) {  // this block writes pass p out
+        reinterpret_cast<float4*>(norm.y + e)[0] = lo;
+        reinterpret_cast<float4*>(norm.y + e)[1] = hi;
+        if (norm.acts.q) {
+          const BlockOut o = block_out(norm.acts, 0, e / kInt8Block);
+          round_block(v, o.q, o.d, o.sums, o.pairs);
+        }
+      }
+    }
+  } else {
+    for (int64_t q = threadIdx.x; q < k / 4; q += kRouterThreads) staged[staged_slot(q)] = reinterpret_cast<const float4*>(x)[q];
+  }
+  __syncthreads();
+  if (r < E) {
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < C; ++i)
+      if (lane + 32 * i < n_chunks) acc += staged_chunk_dot(w[i], staged, lane + 32 * i);
+    for (int64_t c = lane + 32 * C; c < n_chunks; c += 32) {
+      float wc[32];
+      dequant_chunk<T>(row, c, tab, wc);
+      acc += staged_chunk_dot(wc, staged, c);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) {
+      logits[r] = acc;
+      __threadfence();  // the logit visible before the block counts itself done
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrivals, 1) == gridDim.x - 1;
+    if (last) {
+      *arrivals = 0;  // ready for the next launch
+      __threadfence();  // and the last block sees every logit before its threads read them
+    }
+  }
+  __syncthreads();
+  if (!last) return;
+  for (int e = threadIdx.x; e < E; e += kRouterThreads) gathered[e] = __ldcg(logits + e);
+  __syncthreads();
+  if (threadIdx.x >= kRouteThreads) return;
   route_token<P>(gathered, E, K, routing, norm_topk, ids, weights, s);
 }
 
@@ -321,35 +345,53 @@ void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids,
 }
 
 bool routes_in_one_launch(const DeviceMatrix& router) {
-  return router.type == GgmlType::F32 || router.type == GgmlType::F16 || router.type == GgmlType::BF16;
+  return (router.type == GgmlType::F32 || router.type == GgmlType::F16 || router.type == GgmlType::BF16) &&
+         router.k % 32 == 0 && router.k <= kMaxRouterK;
 }
 
-void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
-                     int32_t* ids, float* weights, cudaStream_t s) {
+bool norms_in_router(const DeviceMatrix& router) {
+  return routes_in_one_launch(router) && router.k % kInt8Block == 0 && router.k <= kMaxNormedK;
+}
+
+namespace {
+
+void launch_router(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x,
+                   const RouterNorm& norm, float* logits, int32_t* ids, float* weights, unsigned* arrivals, cudaStream_t s) {
   check_routing(d);
-  if (!routes_in_one_launch(router) || router.rows != d.n_experts || router.k % 32 != 0)
-    throw Error("CUDA backend: the one-launch router takes a float router of n_experts rows");
+  if (!routes_in_one_launch(router) || router.rows != d.n_experts)
+    throw Error("CUDA backend: the one-launch router takes a float router of n_experts rows, rows of at most 8,192");
+  const unsigned blocks = unsigned((d.n_experts + kRouterWarps - 1) / kRouterWarps);
+  const size_t smem = size_t(router.k) * sizeof(float);
   auto go = [&]<GgmlType T>() {
     with_experts_per_thread(d.n_experts, [&]<int P>() {
       auto with_chunks = [&]<int C>() {
-        // Clusters beyond the portable 8 blocks are opted into once per kernel.
-        constexpr int W = router_warps<P, C>();
-        static const cudaError_t opted =
-            cudaFuncSetAttribute(router_route_kernel<T, P, C, W>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        EMBER_CUDA_CHECK(opted);
-        launch_clustered(router_route_kernel<T, P, C, W>, kRouterBlocks, W * 32, 0, kRouterBlocks, s, router.data,
-                         router.row_stride, router.k, tab, x, logits, d.n_experts, d.n_experts_used, d.routing,
-                         d.norm_topk, ids, weights);
+        launch(router_route_kernel<T, P, C>, blocks, kRouterThreads, smem, s, router.data, router.row_stride, router.k, tab,
+               x, norm, logits, d.n_experts, d.n_experts_used, d.routing, d.norm_topk, ids, weights, arrivals);
       };
-      // Chunks of 32 weights per lane held through the wait: rows of up to 2,048 or 4,096.
+      // Chunks of 32 weights a lane holds through the wait: all of rows up to 2,048 or 4,096.
       if (router.k <= 2048) with_chunks.template operator()<2>();
-      else if (router.k <= 4096) with_chunks.template operator()<4>();
-      else with_chunks.template operator()<0>();
+      else with_chunks.template operator()<4>();
     });
   };
   if (router.type == GgmlType::F32) go.template operator()<GgmlType::F32>();
   else if (router.type == GgmlType::F16) go.template operator()<GgmlType::F16>();
   else go.template operator()<GgmlType::BF16>();
+}
+
+}  // namespace
+
+void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
+                     int32_t* ids, float* weights, unsigned* arrivals, cudaStream_t s) {
+  launch_router(d, router, tab, x, RouterNorm{}, logits, ids, weights, arrivals, s);
+}
+
+void norm_and_route_one_token(const ModelDesc& d, const RouterNorm& norm, const DeviceMatrix& router, const IqTables& tab,
+                              float* logits, int32_t* ids, float* weights, unsigned* arrivals, cudaStream_t s) {
+  if (!norms_in_router(router) || !norm.x || !norm.w || !norm.y)
+    throw Error("CUDA backend: the router's norm takes rows of whole 256-element blocks, at most 4,096");
+  if (norm.acts.q && (norm.acts.k != router.k || norm.acts.n < 1))
+    throw Error("CUDA backend: the router's norm rounds into int8 activations of its row's width");
+  launch_router(d, router, tab, nullptr, norm, logits, ids, weights, arrivals, s);
 }
 
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,

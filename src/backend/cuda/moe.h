@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cuda/device_matrix.h"
+#include "backend/cuda/int8_acts.h"
 #include "model/descriptor.h"
 
 namespace ember::cuda {
@@ -15,11 +16,28 @@ namespace ember::cuda {
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s);
 
 // The router product and route() of a step of one token in one launch (the
-// decode path; one thread block cluster): the logits are gemv's bits, the
-// choices route()'s. For float routers (F32, F16, BF16: routers are kept unquantised).
+// decode path): the logits are gemv's bits, the choices route()'s. For float
+// routers (F32, F16, BF16: routers are kept unquantised) of rows of at most
+// 8,192. `arrivals` is a zeroed counter the launch leaves zeroed, one per
+// stream: the blocks count themselves done on it, and the last one routes.
 bool routes_in_one_launch(const DeviceMatrix& router);
 void route_one_token(const ModelDesc& d, const DeviceMatrix& router, const IqTables& tab, const float* x, float* logits,
-                     int32_t* ids, float* weights, cudaStream_t s);
+                     int32_t* ids, float* weights, unsigned* arrivals, cudaStream_t s);
+
+// The RMSNorm before the router, done by the router's launch: y = rmsnorm(x) * w,
+// the bits rmsnorm_rows writes, and with acts (its q set) their int8 rounding,
+// the bits of rmsnorm_int8_acts (one row of the router's width). For routers
+// that norms_in_router(): rows of whole 256-element blocks, at most 4,096.
+struct RouterNorm {
+  const float* x = nullptr;
+  const float* w = nullptr;
+  float eps = 0.f;
+  float* y = nullptr;
+  Int8Acts acts;
+};
+bool norms_in_router(const DeviceMatrix& router);
+void norm_and_route_one_token(const ModelDesc& d, const RouterNorm& norm, const DeviceMatrix& router, const IqTables& tab,
+                              float* logits, int32_t* ids, float* weights, unsigned* arrivals, cudaStream_t s);
 
 // Items (token t's j-th choice is item t * k + j) sorted by expert: `order`
 // holds the n_items item ids expert by expert (in no fixed order within an
