@@ -181,18 +181,29 @@ TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
   }
 }
 
+// E random expert matrices of one format, packed one after another on the device as the backend holds them.
+struct RandomExperts {
+  std::vector<HostMatrix> host;
+  DeviceBuffer w;
+  DeviceMatrix dm;
+  RandomExperts(GgmlType type, int64_t E, int64_t rows, int64_t k, std::mt19937& rng) {
+    std::vector<uint8_t> packed;
+    for (int64_t e = 0; e < E; ++e) {
+      host.push_back(random_matrix(type, rows, k, rng));
+      packed.insert(packed.end(), host.back().bytes.begin(), host.back().bytes.end());
+    }
+    w = upload_in_device_layout(type, packed);
+    dm = DeviceMatrix{type, w.get<uint8_t>(), k, rows, host[0].stride, host[0].bytes.size()};
+  }
+};
+
 TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   std::mt19937 rng(11);
   Tables tab;
   const int64_t E = 5, rows = 45, k = 256, K = 2, n_tok = 3;
-  std::vector<HostMatrix> experts;
-  std::vector<uint8_t> packed;
-  for (int e = 0; e < E; ++e) {
-    experts.push_back(random_matrix(GgmlType::Q4_K, rows, k, rng));
-    packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
-  }
-  DeviceBuffer w = upload_in_device_layout(GgmlType::Q4_K, packed);
-  DeviceMatrix dm{GgmlType::Q4_K, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
+  const RandomExperts ex(GgmlType::Q4_K, E, rows, k, rng);
+  const std::vector<HostMatrix>& experts = ex.host;
+  const DeviceMatrix& dm = ex.dm;
   const std::vector<int32_t> ids = {4, 0, 2, 4, 1, 3};  // token t's experts: ids[2t], ids[2t+1]
   const std::vector<float> x = random_floats(n_tok * k, rng);
   DeviceBuffer dids = upload(ids), dx = upload(x), dy(size_t(n_tok * K * rows) * 4);
@@ -676,6 +687,56 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
       }
     }
   }
+}
+
+// More items than a grid has rows (65,535): a step of 33,000 tokens of two
+// experts each. The expert products (float, int8 on the CUDA cores, int8 on
+// the tensor cores) and the experts' weighted sum run in several launches,
+// every item's output where it belongs (poisoned first: an item left out stays NaN).
+TEST_F(CudaKernels, ExpertProductsTakeMoreItemsThanAGridHolds) {
+  std::mt19937 rng(41);
+  Tables tab;
+  const int64_t E = 3, rows = 8, k = 256, K = 2, n_tok = 33000, n_items = n_tok * K;
+  static_assert(n_items > 65535);
+  const RandomExperts ex(GgmlType::Q4_K, E, rows, k, rng);
+  const std::vector<HostMatrix>& experts = ex.host;
+  const DeviceMatrix& dm = ex.dm;
+  std::vector<int32_t> ids(static_cast<size_t>(n_items));
+  for (int32_t& id : ids) id = int32_t(rng() % uint32_t(E));
+  const std::vector<float> x = random_floats(n_tok * k, rng);
+  const HostInt8Acts hx = host_int8_acts(x, n_tok, k);
+  DeviceBuffer dids = upload(ids), dx = upload(x), dq(int8_acts_bytes(n_tok, k)), dy(size_t(n_items * rows) * 4);
+  const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr);
+  auto reference = [&](const float* xs) {
+    std::vector<double> ref;
+    for (int64_t i = 0; i < n_items; ++i)
+      for (int64_t r = 0; r < rows; ++r) ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, xs + (i / K) * k));
+    return ref;
+  };
+  const std::vector<double> ref_float = reference(x.data()), ref_int8 = reference(hx.values.data());
+  for (int path = 0; path < 3; ++path) {
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    const Int8Out out{&dm, dy.get<float>(), rows};
+    if (path == 0) gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_items, dy.get<float>(), rows, nullptr);
+    if (path == 1) gemv_int8_experts(dm, dids.get<int32_t>(), a, int(K), n_items, dy.get<float>(), rows, nullptr);
+    if (path == 2) gemv_int8_mma_experts({&out, 1}, dids.get<int32_t>(), nullptr, nullptr, n_items, a, int(K), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y = download<float>(dy, size_t(n_items * rows));
+    EXPECT_LE(rel_error(y, path == 0 ? ref_float : ref_int8), 1e-5) << "path " << path;
+  }
+  // The weighted sum: each token's two rows, in choice order, from zero (combine_kernel's fmaf chain).
+  const std::vector<float> yv = random_floats(n_items * rows, rng), wv = random_floats(n_items, rng);
+  DeviceBuffer dyv = upload(yv), dwv = upload(wv), dout(size_t(n_tok * rows) * 4);
+  EMBER_CUDA_CHECK(cudaMemset(dout.get(), 0xFF, dout.bytes()));
+  combine_experts(dyv.get<float>(), dwv.get<float>(), int(K), n_tok, rows, dout.get<float>(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto out = download<float>(dout, size_t(n_tok * rows));
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t c = 0; c < rows; ++c) {
+      float sum = 0.f;
+      for (int64_t j = 0; j < K; ++j) sum = std::fmaf(wv[size_t(t * K + j)], yv[size_t((t * K + j) * rows + c)], sum);
+      ASSERT_EQ(out[size_t(t * rows + c)], sum) << "token " << t << " column " << c;
+    }
 }
 
 TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {

@@ -52,12 +52,12 @@ template <GgmlType T>
 __global__ void __launch_bounds__(kWarps * 32) gemv_experts_kernel(const uint8_t* W, size_t stride, size_t expert_stride,
                                                                   int64_t rows, int64_t k, IqTables tab,
                                                                   const int32_t* ids, const float* X, int64_t ldx,
-                                                                  int x_div, float* Y, int64_t ldy) {
+                                                                  int x_div, float* Y, int64_t ldy, int64_t item0) {
   begin_kernel();
   constexpr int R = rows_per_warp<1>();
   const int64_t r0 = (int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
-  const int64_t item = blockIdx.y;
+  const int64_t item = item0 + blockIdx.y;
   const float* x[1] = {X + (item / x_div) * ldx};
   float acc[R][1];
   rows_dot<T, 1, R>(W + size_t(ids[item]) * expert_stride, stride, r0, rows, k / 32, tab, x, acc);
@@ -125,8 +125,10 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);
   auto with_format = [&]<GgmlType T>() {
-    launch(gemv_experts_kernel<T>, dim3(blocks, unsigned(n_items)), kWarps * 32, 0, s, W.data, W.row_stride,
-           W.expert_stride, W.rows, W.k, tab, ids, X, ldx, x_div, Y, ldy);
+    by_grid_rows(n_items, [&](int64_t first, unsigned count) {
+      launch(gemv_experts_kernel<T>, dim3(blocks, count), kWarps * 32, 0, s, W.data, W.row_stride, W.expert_stride,
+             W.rows, W.k, tab, ids, X, ldx, x_div, Y, ldy, first);
+    });
   };
   if (!dispatch_format(W.type, with_format)) throw Error(std::string("CUDA backend: no product for format ") + type_name(W.type));
 }

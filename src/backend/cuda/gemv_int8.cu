@@ -59,7 +59,7 @@ template <GgmlType T, class S>
 __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(ExpertPair m, size_t stride,
                                                                           size_t expert_stride, int64_t rows,
                                                                           const int32_t* ids, Int8Acts a, int x_div,
-                                                                          int64_t ldy, bool ids_early) {
+                                                                          int64_t ldy, bool ids_early, int64_t item0) {
   constexpr int R = S::kRows;
   // The expert ids come from the kernel before, or (ids_early) from one that
   // finished before it began: then read from L2 at once, and the first weights
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(S::kWarps * 32) gemv_int8_experts_kernel(Exper
   float* Y = second ? m.Y[1] : m.Y[0];
   const int64_t r0 = (int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * S::kWarps + (threadIdx.x >> 5)) * R;
   if (r0 >= rows) return;
-  const int64_t item = blockIdx.y;
+  const int64_t item = item0 + blockIdx.y;
   const ActRow x[1] = {act_row(a, item / x_div)};
   float acc[R][1];
   const int32_t expert = ids_early ? __ldcg(ids + item) : ids[item];
@@ -142,8 +142,10 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
   const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
-    launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_items)), S::kWarps * 32, 0,
-           s, m, W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy, ids_early);
+    by_grid_rows(n_items, [&](int64_t first, unsigned count) {
+      launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), count), S::kWarps * 32, 0, s, m,
+             W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy, ids_early, first);
+    });
   };
   if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
 }

@@ -373,18 +373,19 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
                                                                                size_t expert_stride, int64_t rows,
                                                                                const int32_t* ids, const int32_t* order,
                                                                                const int32_t* tiles, Int8Acts a,
-                                                                               int x_div, int64_t ldy) {
+                                                                               int x_div, int64_t ldy, int64_t y0) {
   begin_kernel();  // the ids and tiles come from the kernel before
-  int64_t first = blockIdx.y, expert;
+  const int64_t y = y0 + blockIdx.y;  // the item, or the tile
+  int64_t first = y, expert;
   int count = 1;
   if (tiles) {
-    const int32_t* tile = tiles + 3 * int64_t(blockIdx.y);
+    const int32_t* tile = tiles + 3 * y;
     first = tile[0];
     count = tile[1];
     expert = tile[2];
     if (count == 0) return;
   } else {
-    expert = ids[blockIdx.y];
+    expert = ids[y];
   }
   auto item = [&](int i) -> int64_t { return tiles ? order[first + i] : first; };
   const bool second = blockIdx.x >= m.blocks0;
@@ -442,13 +443,14 @@ void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaS
 void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
                            int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
   if (n_tiles <= 0) return;
-  if (n_tiles > 65535) throw Error("CUDA backend: more expert items or tiles in one step than a grid holds");
   check_offsets(a);
   const ExpertPair m = expert_pair(outs, a, kTileRows);
   const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
-    launch(gemv_int8_mma_experts_kernel<T>, dim3(m.blocks0 * unsigned(outs.size()), unsigned(n_tiles)),
-           kWarps * 32, 0, s, m, W.row_stride, W.expert_stride, W.rows, ids, order, tiles, a, x_div, outs[0].ldy);
+    by_grid_rows(n_tiles, [&](int64_t first, unsigned count) {
+      launch(gemv_int8_mma_experts_kernel<T>, dim3(m.blocks0 * unsigned(outs.size()), count), kWarps * 32, 0, s, m,
+             W.row_stride, W.expert_stride, W.rows, ids, order, tiles, a, x_div, outs[0].ldy, first);
+    });
   };
   dispatch(W.type, with_format);
 }

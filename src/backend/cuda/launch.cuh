@@ -28,6 +28,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "backend/cuda/cuda_check.h"
@@ -76,6 +78,17 @@ void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t s
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
   launch_clustered(kernel, grid, block, smem, 1, s, std::forward<Args>(args)...);
+}
+
+// A grid holds at most 65,535 rows (y, z). Launches with a row per item (an
+// expert product's items, a token's row) take more in several launches:
+// f(first, count) for each run of at most that many, first passed to the
+// kernel as its first item. Each launch waits for the one before (launch.cuh's
+// rule), so the runs go in order.
+constexpr int64_t kMaxGridRows = 65535;
+template <class F>
+void by_grid_rows(int64_t n, F&& f) {
+  for (int64_t first = 0; first < n; first += kMaxGridRows) f(first, unsigned(std::min(kMaxGridRows, n - first)));
 }
 
 }  // namespace ember::cuda

@@ -256,9 +256,9 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const uint
 constexpr int kCombineThreads = 256;
 
 __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const float* y, const float* w, int K,
-                                                                  int64_t n_cols, float* out, bool add) {
+                                                                  int64_t n_cols, float* out, bool add, int64_t t0) {
   begin_kernel();
-  const int64_t t = blockIdx.y, i = int64_t(blockIdx.x) * kCombineThreads + threadIdx.x;
+  const int64_t t = t0 + blockIdx.y, i = int64_t(blockIdx.x) * kCombineThreads + threadIdx.x;
   if (i >= n_cols) return;
   float s = 0.f;
   for (int j = 0; j < K; ++j) s = fmaf(w[t * K + j], y[(t * K + j) * n_cols + i], s);
@@ -397,9 +397,10 @@ void norm_and_route_one_token(const ModelDesc& d, const RouterNorm& norm, const 
 void combine_experts(const float* expert_out, const float* weights, int k, int64_t n_tok, int64_t n_cols, float* out,
                      cudaStream_t s, bool add) {
   if (n_tok <= 0) return;
-  if (n_tok > 65535) throw Error("CUDA backend: the experts' weighted sum takes at most 65,535 tokens a step");
-  launch(combine_kernel, dim3(unsigned((n_cols + kCombineThreads - 1) / kCombineThreads), unsigned(n_tok)),
-         kCombineThreads, 0, s, expert_out, weights, k, n_cols, out, add);
+  by_grid_rows(n_tok, [&](int64_t first, unsigned count) {
+    launch(combine_kernel, dim3(unsigned((n_cols + kCombineThreads - 1) / kCombineThreads), count), kCombineThreads, 0, s,
+           expert_out, weights, k, n_cols, out, add, first);
+  });
 }
 
 }  // namespace ember::cuda
