@@ -295,10 +295,11 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
 // same 8 slices as a cluster of 8), the split kernel sizes its splits so, and
 // the grid's blocks past them count for nothing. A short context (position
 // 200), a longer one (301: 16 slices) where the layout fits the cluster
-// kernel, and one past it (1,100: split).
+// kernel, and one past it (1,100: split); also in a sliding window of 50
+// (the split kernel then splits the window alone).
 TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
-  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}}) {
+  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}, Case{KvType::F16, 128, 8, 2, 50, 0.f}}) {
     Step st(c, rng);
     const std::vector<float> all = st.run(false);
     const size_t row = size_t(st.c.n_heads * st.c.head_dim);

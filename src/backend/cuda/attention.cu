@@ -101,11 +101,11 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int hd = a.head_dim;
   const int last = ix.pos[t];
-  const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
-  if (last < skip_upto) return;                 // a token the cluster kernel takes
-  if (z >= attention_splits(last + 1)) return;  // past this token's splits: its merge stops before them
-  const int split = attention_split(last + 1);
-  const int lo = max(first, z * split), hi = min(last, (z + 1) * split - 1);
+  const int span = attended_positions(last, a.sliding_window), first = last + 1 - span;
+  if (last < skip_upto) return;             // a token the cluster kernel takes
+  if (z >= attention_splits(span)) return;  // past this token's splits: its merge stops before them
+  const int split = attention_split(span);
+  const int lo = first + z * split, hi = min(last, first + (z + 1) * split - 1);
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
   const int d0 = lane * NE, off = g * hd;
   const bool vec = hd % NE == 0;
@@ -131,10 +131,9 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
 // One block per (token, 256 consecutive elements of its output row): one warp
 // per head those elements belong to finds the splits' common maximum and each
 // split's weight, then every thread combines its element over the splits in
-// split order. Only the token's own splits (attention_splits of its context)
-// count, whatever the step's grid: the result is the same bits in any batch.
-// (Within them, a split the sliding window leaves empty holds l = 0 and
-// zeros, and adds exact zeros.)
+// split order. Only the token's own splits (attention_splits of the positions
+// it attends) count, whatever the step's grid: the result is the same bits in
+// any batch.
 // With int8 rows to fill, the block's 256 elements are one int8 block and
 // warp 0 rounds them (no rounding kernel before wo).
 constexpr int kMergeThreads = kInt8Block;
@@ -149,7 +148,7 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const 
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   if (pos[t] < skip_upto) return;  // a token the cluster kernel takes
-  const int hd = a.head_dim, n = a.n_splits, own = min(n, attention_splits(pos[t] + 1)), lane = threadIdx.x & 31;
+  const int hd = a.head_dim, n = a.n_splits, own = min(n, attention_splits(attended_positions(pos[t], a.sliding_window))), lane = threadIdx.x & 31;
   float* den = weights + merge_heads(hd) * n;
   const int64_t row = int64_t(a.n_heads) * hd, e0 = int64_t(blockIdx.y) * kMergeThreads;
   const int h0 = int(e0 / hd);

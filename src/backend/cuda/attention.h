@@ -65,6 +65,11 @@ constexpr int attention_split(int n_positions) {
 constexpr int attention_splits(int n_positions) {
   return (n_positions + attention_split(n_positions) - 1) / attention_split(n_positions);
 }
+// The positions a token at position `last` attends: its whole context, or
+// the last `window` positions of it in a sliding-window layer. The split
+// kernel cuts those into splits (a window of 1,024 at a context of 128K takes
+// 64 splits of 16, not one split of 2,048 walked by one warp a head).
+constexpr int attended_positions(int last, int window) { return window > 0 && window < last + 1 ? window : last + 1; }
 // The split grid of a step whose tokens need at most `splits`: the next power
 // of two, so that the CUDA Graphs captured per step shape number at most seven
 // per batch shape instead of one per count. Blocks past a token's own splits
