@@ -91,6 +91,45 @@ ScratchSizes scratch_sizes(const ModelDesc& d, const StepLimits& lim, int block_
   return s;
 }
 
+// Steps of at least this many tokens multiply the dense matrices on the tensor
+// cores (EMBER_CUDA_GEMM_MIN_TOKENS, read once; kGemmMinTokens by default).
+int64_t gemm_min_tokens() {
+  static const int64_t n = [] {
+    const char* gm = std::getenv("EMBER_CUDA_GEMM_MIN_TOKENS");
+    return gm && *gm ? std::max<int64_t>(1, std::atoll(gm)) : kGemmMinTokens;
+  }();
+  return n;
+}
+
+// The rest of what a backend allocates on the device, besides its weights, its
+// KV blocks and the step scratch: the int8 activations (the widest input of a
+// dense product, or the chosen experts' rows) and, where steps can be long
+// enough to take it, the tensor-core product's room (the largest dense matrix
+// of a layer: the output head keeps the decode products). The constructor
+// allocates these and cuda_kv_budget() counts them.
+struct ProductRoom {
+  int64_t widest = 0;         // elements of the widest dense input
+  size_t int8_bytes = 0;
+  int64_t gemm_weights = 0;   // elements of the largest dense matrix; 0: no tensor-core product
+  int64_t gemm_rows = 0;
+  size_t bytes() const { return int8_bytes + (gemm_weights > 0 ? TensorCoreGemm::bytes(gemm_weights, gemm_rows, widest) : 0); }
+};
+
+ProductRoom product_room(const Model& model, const StepLimits& lim, const ScratchSizes& sz) {
+  const ModelDesc& d = model.desc();
+  ProductRoom r;
+  r.widest = std::max({d.hidden, d.q_dim(), d.ffn});
+  r.int8_bytes = std::max(int8_acts_bytes(int64_t(lim.max_tokens), r.widest),
+                          int8_acts_bytes(int64_t(sz.moe_items), int64_t(std::max(d.expert_ffn, 1))));
+  if (lim.max_tokens >= gemm_min_tokens()) {
+    for (const LayerWeights& L : model.weights().layers)
+      for (const Matrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+        if (m->present()) r.gemm_weights = std::max(r.gemm_weights, m->rows * m->k);
+    r.gemm_rows = lim.max_tokens;
+  }
+  return r;
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const Model& model, const StepLimits& limits, const KvConfig& kv);
@@ -256,21 +295,10 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
   const char* fp = std::getenv("EMBER_CUDA_FLOAT_PRODUCTS");
   int8_products_ = !(fp && std::strcmp(fp, "1") == 0);
-  const int64_t widest = std::max({d.hidden, d.q_dim(), d.ffn});
-  int8_scratch_ = DeviceBuffer(std::max(int8_acts_bytes(int64_t(T), widest),
-                                        int8_acts_bytes(int64_t(sz_.moe_items), int64_t(std::max(d.expert_ffn, 1)))));
-  // The tensor-core path, where steps can be long enough to take it: sized for
-  // the largest dense matrix of a layer (the output head keeps the decode
-  // products: few logit rows per step).
-  const char* gm = std::getenv("EMBER_CUDA_GEMM_MIN_TOKENS");
-  gemm_min_tokens_ = gm && *gm ? std::max<int64_t>(1, std::atoll(gm)) : kGemmMinTokens;
-  if (lim_.max_tokens >= gemm_min_tokens_) {
-    int64_t largest = 0;
-    for (const DeviceLayer& L : w_.layers)
-      for (const DeviceMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
-        if (m->present()) largest = std::max(largest, m->rows * m->k);
-    if (largest > 0) gemm_ = std::make_unique<TensorCoreGemm>(largest, int64_t(T), widest, stream_);
-  }
+  const ProductRoom room = product_room(model, lim_, sz_);
+  int8_scratch_ = DeviceBuffer(room.int8_bytes);
+  gemm_min_tokens_ = gemm_min_tokens();
+  if (room.gemm_weights > 0) gemm_ = std::make_unique<TensorCoreGemm>(room.gemm_weights, room.gemm_rows, room.widest, stream_);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -683,7 +711,8 @@ uint64_t cuda_kv_budget(const Model& model, const StepLimits& limits) {
   size_t free_b = 0, total_b = 0;
   EMBER_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const ScratchSizes s = scratch_sizes(model.desc(), limits, 16);
-  const uint64_t need = device_weight_bytes(model) + (s.floats() + s.ints()) * 4 + (uint64_t(1) << 30);
+  const uint64_t need =
+      device_weight_bytes(model) + (s.floats() + s.ints()) * 4 + product_room(model, limits, s).bytes() + (uint64_t(1) << 30);
   // Keep a tenth of the card free for the runtime and other programs.
   const uint64_t usable = uint64_t(double(free_b) * 0.9);
   return usable > need ? usable - need : 0;

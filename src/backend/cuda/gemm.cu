@@ -54,6 +54,10 @@ __global__ void round_to_bf16(const float* X, int64_t ldx, int64_t n, int64_t k,
 
 }  // namespace
 
+size_t TensorCoreGemm::bytes(int64_t max_weights, int64_t max_rows, int64_t max_k) {
+  return (size_t(max_weights) + size_t(max_rows) * size_t(max_k)) * sizeof(__nv_bfloat16) + kWorkspaceBytes;
+}
+
 TensorCoreGemm::TensorCoreGemm(int64_t max_weights, int64_t max_rows, int64_t max_k, cudaStream_t s)
     : stream_(s), max_weights_(max_weights), max_rows_(max_rows), max_k_(max_k),
       weights_(size_t(max_weights) * sizeof(__nv_bfloat16)),

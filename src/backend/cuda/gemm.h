@@ -26,6 +26,8 @@ class TensorCoreGemm {
   // Room for matrices of up to max_weights elements and max_rows activation
   // rows of up to max_k elements. Allocates everything it will use here.
   TensorCoreGemm(int64_t max_weights, int64_t max_rows, int64_t max_k, cudaStream_t s);
+  // The device memory such a product allocates.
+  static size_t bytes(int64_t max_weights, int64_t max_rows, int64_t max_k);
   ~TensorCoreGemm();
   TensorCoreGemm(const TensorCoreGemm&) = delete;
   TensorCoreGemm& operator=(const TensorCoreGemm&) = delete;
