@@ -31,6 +31,8 @@
 #include "engine/backend.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "util/error.h"
+#include "util/fp16.h"
 
 namespace ember::cuda {
 namespace {
@@ -537,6 +539,181 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
     }
    }
   }
+}
+
+// Q8_0 weights meet activations rounded as the CPU rounds theirs (int8_acts.h
+// Int8Style::Q8_0): per 32 elements amax / 127 in half precision, codes x / that.
+// The reference below is that rounding with a correctly rounded product
+// (std::nearbyint of x * id): the CPU's q8_0 adds a constant to round, which
+// a build that fuses the product into that addition can move across a tie
+// (about one code in 600,000), so against quant::quantize_row the codes may
+// differ at such ties only.
+struct HostQ80Acts {
+  std::vector<int8_t> q;
+  std::vector<float> d, values;
+};
+HostQ80Acts host_q8_0_acts(const std::vector<float>& x) {
+  HostQ80Acts h;
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float amax = 0.f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[32 * b + size_t(j)]));
+    const float dh = fp16_to_f32(f32_to_fp16(amax / 127.f));
+    const float id = dh != 0.f ? 1.f / dh : 0.f;
+    h.d.push_back(dh);
+    for (int j = 0; j < 32; ++j) {
+      const float p = x[32 * b + size_t(j)] * id;
+      const int8_t c = int8_t(std::clamp(int(std::nearbyint(p)), -127, 127));
+      h.q.push_back(c);
+      h.values.push_back(dh * float(c));
+    }
+  }
+  return h;
+}
+
+// Each of the three kernels that round (alone, fused with the RMSNorm, fused
+// with the gated activation) in the Q8_0 style: codes and scales against the
+// reference of what it rounded (its own float output, for the fused ones); a
+// zero block and a tiny amax among ordinary values; the memory past the rows'
+// codes and scales untouched.
+TEST_F(CudaKernels, Q8_0ActivationsAreTheCpuRounding) {
+  std::mt19937 rng(8);
+  const int64_t n = 3, k = 768, ldx = k + 64;
+  std::vector<float> x = random_floats(n * ldx, rng), u = random_floats(n * k, rng), g = random_floats(k, rng);
+  for (int64_t j = 0; j < 32; ++j) x[size_t(ldx + 64 + j)] = 0.f;  // a zero block: scale 0, codes 0
+  x[7] = 1e-30f;                                                   // a tiny value beside ordinary ones
+  for (float& v : g) v = 1.f + 0.25f * v;
+  std::vector<float> packed;  // the rows without the gap
+  for (int64_t t = 0; t < n; ++t) packed.insert(packed.end(), x.begin() + t * ldx, x.begin() + t * ldx + k);
+  DeviceBuffer dx = upload(x), dpacked = upload(packed), du = upload(u), dg = upload(g), dq(int8_acts_bytes(n, k)),
+               dy(size_t(n * k) * 4);
+  auto check = [&](const Int8Acts& a, const std::vector<float>& rounded, const std::string& what) {
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_EQ(a.style, Int8Style::Q8_0) << what;
+    const HostQ80Acts ref = host_q8_0_acts(rounded);
+    std::vector<int8_t> q(size_t(n * k));
+    std::vector<float> d(size_t(n * k / 32) + 8);
+    EMBER_CUDA_CHECK(cudaMemcpy(q.data(), a.q, q.size(), cudaMemcpyDeviceToHost));
+    EMBER_CUDA_CHECK(cudaMemcpy(d.data(), a.d, d.size() * 4, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(0, std::memcmp(q.data(), ref.q.data(), q.size())) << what << ": codes";
+    EXPECT_EQ(0, std::memcmp(d.data(), ref.d.data(), ref.d.size() * 4)) << what << ": scales";
+    uint32_t past;  // the poison after the row's scales stays
+    std::memcpy(&past, &d[ref.d.size()], 4);
+    EXPECT_EQ(past, 0xABABABABu) << what << ": wrote past the scales";
+    // Against the CPU's own rounding: equal but at rare ties.
+    std::vector<quant::BlockQ8_0> cpu(rounded.size() / 32);
+    quant::quantize_row(GgmlType::Q8_0, rounded.data(), cpu.data(), int64_t(rounded.size()));
+    int64_t differ = 0;
+    for (size_t i = 0; i < q.size(); ++i) differ += q[i] != cpu[i / 32].qs[i % 32];
+    EXPECT_LE(differ, 2) << what << ": codes unlike quant::quantize_row";
+  };
+  EMBER_CUDA_CHECK(cudaMemset(dq.get(), 0xAB, dq.bytes()));
+  check(quantize_int8_acts(dx.get<float>(), ldx, n, k, dq.get(), nullptr, Int8Style::Q8_0), packed, "alone");
+  EMBER_CUDA_CHECK(cudaMemset(dq.get(), 0xAB, dq.bytes()));
+  const Int8Acts normed = rmsnorm_int8_acts(dpacked.get<float>(), nullptr, n, dg.get<float>(), 1e-5f, k, dy.get<float>(), dq.get(),
+                                            nullptr, Int8Style::Q8_0);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  check(normed, download<float>(dy, size_t(n * k)), "with the RMSNorm");
+  EMBER_CUDA_CHECK(cudaMemset(dq.get(), 0xAB, dq.bytes()));
+  DeviceBuffer dh = upload(packed);
+  const Int8Acts gated = gated_int8_acts(Activation::SiLU, dh.get<float>(), du.get<float>(), dh.get<float>(), n, k, dq.get(),
+                                         nullptr, Int8Style::Q8_0);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  check(gated, download<float>(dh, size_t(n * k)), "with the gated activation");
+}
+
+// The Q8_0 integer product of one token (alone, fused, and per expert item)
+// against the float64 product of the decoded weights and the reference
+// rounding; steps of two tokens take the float product (no integer product
+// serves them) whatever activations they are given.
+TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
+  if (int8_on_tensor_cores(1)) GTEST_SKIP() << "EMBER_CUDA_BATCH_INVARIANT=1: Q8_0 takes the float products";
+  std::mt19937 rng(80);
+  Tables tab;
+  const GgmlType type = GgmlType::Q8_0;
+  for (int64_t k : {768, 4096}) {
+    const int64_t rows = 37, ldy = rows + 3;
+    const HostMatrix m = random_matrix(type, rows, k, rng), m2 = random_matrix(type, 19, k, rng);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes), w2 = upload_in_device_layout(type, m2.bytes);
+    const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0}, dm2{type, w2.get<uint8_t>(), k, 19, m2.stride, 0};
+    ASSERT_TRUE(int8_product_serves(dm, 1));
+    EXPECT_FALSE(int8_product_serves(dm, 2));
+    const std::vector<float> x = random_floats(2 * k, rng);
+    const HostQ80Acts hx = host_q8_0_acts(std::vector<float>(x.begin(), x.begin() + k));
+    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(2, k)), dy(size_t(2 * ldy) * 4), dy2(size_t(ldy) * 4);
+    const std::string what = "Q8_0 k=" + std::to_string(k);
+    const Int8Acts one = quantize_int8_acts(dx.get<float>(), k, 1, k, dq.get(), nullptr, Int8Style::Q8_0);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gemv(dm, tab.t, dx.get<float>(), k, 1, dy.get<float>(), ldy, nullptr, &one);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_products(m, download<float>(dy, size_t(ldy)), ldy, hx.values.data(), 1, what + " one token");
+    // Fused with a second matrix: each output the bits of its own launch.
+    const auto alone = download<float>(dy, size_t(rows));
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
+    const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
+    gemv_int8_fused(outs, one, nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(rows)).data(), size_t(rows) * 4)) << what << " fused";
+    expect_products(m2, download<float>(dy2, size_t(ldy)), ldy, hx.values.data(), 1, what + " fused, second matrix");
+    // Two tokens with Q8_0-style activations: the float product reads x.
+    const Int8Acts two = quantize_int8_acts(dx.get<float>(), k, 2, k, dq.get(), nullptr, Int8Style::Q8_0);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gemv(dm, tab.t, dx.get<float>(), k, 2, dy.get<float>(), ldy, nullptr, &two);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    expect_products(m, download<float>(dy, size_t(2 * ldy)), ldy, x.data(), 2, what + " two tokens (float)");
+  }
+  // Expert items, each its chosen expert and its token's row (two tokens, two experts each).
+  const int64_t k = 512, rows = 21, E = 4, n_tok = 2, K = 2;
+  std::vector<uint8_t> all;
+  std::vector<HostMatrix> experts;
+  for (int64_t e = 0; e < E; ++e) {
+    experts.push_back(random_matrix(type, rows, k, rng));
+    all.insert(all.end(), experts.back().bytes.begin(), experts.back().bytes.end());
+  }
+  const size_t expert_stride = experts[0].bytes.size();
+  DeviceBuffer w = upload_in_device_layout(type, all);
+  const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, expert_stride};
+  const std::vector<int32_t> ids = {3, 1, 0, 3};
+  const std::vector<float> x = random_floats(n_tok * k, rng);
+  const HostQ80Acts hx = host_q8_0_acts(x);
+  DeviceBuffer dx = upload(x), dids = upload(ids), dq(int8_acts_bytes(n_tok, k)), dy(size_t(n_tok * K * rows) * 4);
+  const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr, Int8Style::Q8_0);
+  EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+  gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_tok * K, dy.get<float>(), rows, nullptr, &a);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = download<float>(dy, size_t(n_tok * K * rows));
+  for (int64_t i = 0; i < n_tok * K; ++i)
+    expect_products(experts[size_t(ids[size_t(i)])], std::vector<float>(y.begin() + i * rows, y.begin() + (i + 1) * rows), rows,
+                    hx.values.data() + (i / K) * k, 1, "Q8_0 expert item " + std::to_string(i));
+}
+
+// Which integer product takes which activations (host only): the style of each
+// format, the steps a Q8_0 product serves, and launches given activations of
+// another style refuse.
+TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
+  EXPECT_EQ(int8_style_of(GgmlType::Q8_0), Int8Style::Q8_0);
+  EXPECT_EQ(int8_style_of(GgmlType::Q4_K), Int8Style::K);
+  EXPECT_EQ(int8_style_of(GgmlType::Q6_K), Int8Style::K);
+  EXPECT_TRUE(has_int8_product(GgmlType::Q8_0));
+  EXPECT_FALSE(has_int8_product(GgmlType::F16));
+  const DeviceMatrix q80{GgmlType::Q8_0, nullptr, 2048, 64, 0, 0}, q80_short{GgmlType::Q8_0, nullptr, 96, 64, 0, 0},
+      q4k{GgmlType::Q4_K, nullptr, 2048, 64, 0, 0}, f16{GgmlType::F16, nullptr, 2048, 64, 0, 0};
+  EXPECT_EQ(int8_product_serves(q80, 1), !int8_on_tensor_cores(1));
+  EXPECT_FALSE(int8_product_serves(q80, 2));
+  EXPECT_FALSE(int8_product_serves(q80_short, 1));  // rows not whole 256-element blocks
+  EXPECT_TRUE(int8_product_serves(q4k, 1));
+  EXPECT_TRUE(int8_product_serves(q4k, 16));
+  EXPECT_FALSE(int8_product_serves(f16, 1));
+  float y[1];
+  Int8Acts k_style;
+  k_style.k = 2048;
+  k_style.n = 1;
+  Int8Acts q80_style = k_style;
+  q80_style.style = Int8Style::Q8_0;
+  const Int8Out to_q80{&q80, y, 64}, to_q4k{&q4k, y, 64};
+  EXPECT_THROW(gemv_int8_fused({&to_q80, 1}, k_style, nullptr), Error);
+  EXPECT_THROW(gemv_int8_fused({&to_q4k, 1}, q80_style, nullptr), Error);
+  EXPECT_THROW(gemv_int8_experts(q80, nullptr, k_style, 1, 1, y, 64, nullptr), Error);
 }
 
 // q/k/v and gate/up in one launch: every output is the bits of its own

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <tuple>
 
@@ -176,10 +177,21 @@ class CudaBackend final : public Backend {
   // for all three expert matrices, and at least kGroupedItemsPerExpert items per expert on average.
   bool grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const;
   // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
-  // read an input has an integer product, once per input, fused with the
-  // kernel that makes the input where there is one; else these return nullptr
-  // and the products read floats.
-  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const;
+  // read an input has an integer product for the step, once per input, fused
+  // with the kernel that makes the input where there is one, in the style of
+  // the first such reader (int8_acts.h; a reader of another style reads the
+  // floats); else these return nullptr and the products read floats.
+  std::optional<Int8Style> int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const;
+  std::optional<Int8Style> int8_style(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
+    return int8_style(std::span(readers.begin(), readers.size()), n);
+  }
+  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
+    return int8_style(readers, n).has_value();
+  }
+  // The same where only the K style will do (the kernels that round in it themselves).
+  bool wants_k_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
+    return int8_style(readers, n) == Int8Style::K;
+  }
   // Steps of at least gemm_min_tokens_ tokens multiply the dense matrices on the
   // tensor cores (gemm.h); smaller ones, and the experts, take the decode products.
   bool on_tensor_cores(const DeviceMatrix& W, int64_t n) const {
@@ -476,11 +488,13 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   prof_.mark("logits to host", stream_);
 }
 
-bool CudaBackend::wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
-  if (!int8_products_) return false;
+std::optional<Int8Style> CudaBackend::int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const {
+  if (!int8_products_) return std::nullopt;
+  // Expert items multiply one at a time.
   for (const DeviceMatrix* m : readers)
-    if (m->present() && has_int8_product(m->type) && !on_tensor_cores(*m, n)) return true;
-  return false;
+    if (m->present() && int8_product_serves(*m, m->expert_stride ? 1 : n) && !on_tensor_cores(*m, n))
+      return int8_style_of(m->type);
+  return std::nullopt;
 }
 
 void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
@@ -490,7 +504,8 @@ void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, in
 }
 
 void CudaBackend::products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts) {
-  bool fuse = acts != nullptr && outs.size() > 1 && has_int8_product(outs.begin()->W->type);
+  const DeviceMatrix& W0 = *outs.begin()->W;
+  bool fuse = acts != nullptr && outs.size() > 1 && int8_product_serves(W0, n) && acts->style == int8_style_of(W0.type);
   for (const Int8Out& o : outs) fuse = fuse && o.W->type == outs.begin()->W->type && !on_tensor_cores(*o.W, n);
   if (fuse) return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
   for (const Int8Out& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);
@@ -499,27 +514,30 @@ void CudaBackend::products(std::initializer_list<Int8Out> outs, const float* X, 
 const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w,
                                   std::initializer_list<const DeviceMatrix*> readers) {
   const ModelDesc& d = model_.desc();
-  if (!wants_int8(readers, n)) {
+  const std::optional<Int8Style> style = int8_style(readers, n);
+  if (!style) {
     rmsnorm_rows(x_, rows, n, w, d.norm_eps, d.hidden, xn_, stream_);
     return nullptr;
   }
-  acts_ = rmsnorm_int8_acts(x_, rows, n, w, d.norm_eps, d.hidden, xn_, int8_scratch_.get(), stream_);
+  acts_ = rmsnorm_int8_acts(x_, rows, n, w, d.norm_eps, d.hidden, xn_, int8_scratch_.get(), stream_, *style);
   return &acts_;
 }
 
 const Int8Acts* CudaBackend::gate(float* g, const float* u, int64_t n, int64_t k, const DeviceMatrix& reader) {
   const Activation a = model_.desc().activation;
-  if (!wants_int8({&reader}, n)) {
+  const std::optional<Int8Style> style = int8_style({&reader}, n);
+  if (!style) {
     gated_activation(a, g, u, g, n * k, stream_);
     return nullptr;
   }
-  acts_ = gated_int8_acts(a, g, u, g, n, k, int8_scratch_.get(), stream_);
+  acts_ = gated_int8_acts(a, g, u, g, n, k, int8_scratch_.get(), stream_, *style);
   return &acts_;
 }
 
 const Int8Acts* CudaBackend::int8_acts(const float* X, int64_t n, int64_t k, const DeviceMatrix& reader) {
-  if (!wants_int8({&reader}, n)) return nullptr;
-  acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_);
+  const std::optional<Int8Style> style = int8_style({&reader}, n);
+  if (!style) return nullptr;
+  acts_ = quantize_int8_acts(X, k, n, k, int8_scratch_.get(), stream_, *style);
   return &acts_;
 }
 
@@ -559,7 +577,7 @@ void CudaBackend::attention_block(int l, const Shape& sh) {
     aa.tokens = split_list_;  // the tokens of the other sequences
   }
   // Where no token takes flash attention, the attention kernels round wo's input too.
-  const bool rounded = flash_tiles_ == 0 && QD % kInt8Block == 0 && wants_int8({&L.wo}, n_tok);
+  const bool rounded = flash_tiles_ == 0 && QD % kInt8Block == 0 && wants_k_int8({&L.wo}, n_tok);
   if (rounded) aa.round = acts_ = int8_acts_view(n_tok, QD, int8_scratch_.get());
   if (split_tokens_ > 0) attention(aa, ix_, kv, split_tokens_, stream_);
 
@@ -594,8 +612,10 @@ constexpr int64_t kGroupedItemsPerExpert = 2;
 
 bool CudaBackend::grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const {
   const GgmlType t = L.gate_exps.type;
-  return xq && has_int8_product(t) && L.up_exps.type == t && L.down_exps.type == t &&
-         n_items >= kGroupedItemsPerExpert * model_.desc().n_experts && wants_int8({&L.down_exps}, n_items);
+  // On the tensor cores: the K style's formats.
+  return xq && xq->style == Int8Style::K && has_int8_product(t) && int8_style_of(t) == Int8Style::K &&
+         L.up_exps.type == t && L.down_exps.type == t && n_items >= kGroupedItemsPerExpert * model_.desc().n_experts &&
+         wants_k_int8({&L.down_exps}, n_items);
 }
 
 void CudaBackend::moe_ffn(int l, int64_t n_tok) {
@@ -608,11 +628,14 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
     prof_.mark("norm + router", stream_);
     RouterNorm rn;
     rn.x = x_; rn.w = L.ffn_norm; rn.eps = d.norm_eps; rn.y = xn_;
-    if (wants_int8({&L.router, &L.gate_exps, &L.up_exps}, n_tok)) {
+    // The router kernel rounds the row in the K style; experts of another style round it after.
+    const std::optional<Int8Style> style = int8_style({&L.router, &L.gate_exps, &L.up_exps}, n_tok);
+    if (style == Int8Style::K) {
       acts_ = rn.acts = int8_acts_view(n_tok, H, int8_scratch_.get());
       xq = &acts_;
     }
     norm_and_route_one_token(d, rn, L.router, w_.iq, router_, moe_ids_, moe_w_, router_arrivals_.get<unsigned>(), stream_);
+    if (style && style != Int8Style::K) xq = int8_acts(xn_, n_tok, H, L.gate_exps);
   } else {
     prof_.mark("norm", stream_);
     xq = norm(nullptr, n_tok, L.ffn_norm, {&L.router, &L.gate_exps, &L.up_exps});
@@ -633,7 +656,8 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const int64_t tiles = grouped ? max_expert_tiles(n_items, int(E)) : 0;
   // Gate and up read the same items: one launch for both where the int8 product serves them.
   const Int8Out gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
-  const bool paired = xq && has_int8_product(L.gate_exps.type) && L.up_exps.type == L.gate_exps.type;
+  const bool paired = xq && int8_product_serves(L.gate_exps, 1) && xq->style == int8_style_of(L.gate_exps.type) &&
+                      L.up_exps.type == L.gate_exps.type;
   if (grouped) {
     group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
     gemv_int8_experts_grouped(gate_up, moe_order_, moe_tiles_, tiles, *xq, int(K), stream_);
@@ -647,7 +671,7 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const bool into_x = L.post_ffn_norm == nullptr;
   float* sum_out = into_x ? x_ : proj_;
   prof_.mark("down", stream_);
-  if (n_tok == 1 && wants_int8({&L.down_exps}, n_items) && moe_down_fits(L.down_exps, int(K))) {
+  if (n_tok == 1 && wants_k_int8({&L.down_exps}, n_items) && moe_down_fits(L.down_exps, int(K))) {
     // One token: the gated activation, the down product and the weighted sum in one launch.
     moe_down_one_token(d.activation, L.down_exps, moe_ids_, moe_w_, moe_gate_, moe_up_, int(K), sum_out, into_x, stream_);
   } else {

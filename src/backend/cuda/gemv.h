@@ -15,8 +15,9 @@ namespace ember::cuda {
 // Y[t * ldy + r] = dot(W row r, X row t) for t < n, r < W.rows. X: n rows of W.k floats, ldx apart.
 // Every token's sums run in the same order whatever n is, so a token's result
 // does not depend on which other tokens share the step.
-// With acts (X rounded by quantize_int8_acts) and a format that has an integer
-// product, that product runs instead of the float one. With add, Y += the
+// With acts (X rounded by quantize_int8_acts) in the style of the format's
+// integer product, for a step that product serves (int8_product_serves), it
+// runs instead of the float one; otherwise the float one reads X. With add, Y += the
 // products instead (a residual add without a kernel of its own).
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
           cudaStream_t s, const Int8Acts* acts = nullptr, bool add = false);
@@ -31,9 +32,16 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
                   bool ids_early = false);
 
 // The integer products (gemv_int8.cu), for the formats whose CPU product rounds
-// activations to int8 per 256 elements (Q4_K, Q6_K): the weight codes meet the
-// activation codes of quantize_int8_acts in 4-way integer dot products.
+// activations to int8: per 256 elements (Q4_K, Q6_K; Int8Style::K) or per 32
+// (Q8_0; Int8Style::Q8_0): the weight codes meet the activation codes of
+// quantize_int8_acts (in the format's style, int8_style_of) in 4-way integer
+// dot products. int8_product_serves: whether the integer product takes n
+// tokens of W: rows of whole 256-element blocks; Q8_0 one token, on the CUDA
+// cores (no tensor-core kernel for it, so not with EMBER_CUDA_BATCH_INVARIANT=1
+// either).
 bool has_int8_product(GgmlType t);
+Int8Style int8_style_of(GgmlType t);
+bool int8_product_serves(const DeviceMatrix& W, int64_t n);
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add = false);
 // Several matrices of one format reading the same activations (q/k/v,
 // gate/up) in one launch: each output gets the bits gemv_int8 gives it alone.

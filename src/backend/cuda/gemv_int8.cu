@@ -101,7 +101,28 @@ struct NoLaunch {
 
 }  // namespace
 
-bool has_int8_product(GgmlType t) { return dispatch_int8(t, NoLaunch{}); }
+bool has_int8_product(GgmlType t) { return dispatch_int8_any(t, NoLaunch{}); }
+
+Int8Style int8_style_of(GgmlType t) { return t == GgmlType::Q8_0 ? Int8Style::Q8_0 : Int8Style::K; }
+
+bool int8_product_serves(const DeviceMatrix& W, int64_t n) {
+  if (W.k % kInt8Block != 0) return false;  // rows of whole 256-element blocks (Q8_0 rows may be shorter)
+  if (W.type == GgmlType::Q8_0) return n == 1 && !int8_on_tensor_cores(1);  // no tensor-core product for it
+  return has_int8_product(W.type);
+}
+
+namespace {
+
+// The activations a launch of format `type` reads must be in its style, and a
+// Q8_0 product has no tensor-core kernel.
+void check_style(GgmlType type, const Int8Acts& a, bool tensor_cores) {
+  if (a.style != int8_style_of(type))
+    throw Error(std::string("CUDA backend: int8 activations of another rounding for format ") + type_name(type));
+  if (tensor_cores && a.style != Int8Style::K)
+    throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(type));
+}
+
+}  // namespace
 
 bool int8_on_tensor_cores(int64_t n) {
   static const bool invariant = [] {
@@ -123,6 +144,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
+  check_style(type, a, int8_on_tensor_cores(a.n));
   if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
   using S = DefaultShape;
   auto with_format = [&]<GgmlType T>() {
@@ -130,24 +152,25 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     const Fused f = make_fused(outs, int64_t(S::kWarps) * S::kRows, blocks);
     launch(gemv_int8_kernel<T, S>, blocks, S::kWarps * 32, 0, s, f, a, add);
   };
-  if (!dispatch_int8(type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
+  if (!dispatch_int8_any(type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
 }
 
 void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        cudaStream_t s, bool ids_early) {
   if (n_items <= 0) return;
+  const DeviceMatrix& W = *outs[0].W;
+  check_style(W.type, a, int8_on_tensor_cores(1));
   // Each item multiplies alone.
   if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = ExpertShape;
   const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
-  const DeviceMatrix& W = *outs[0].W;
   auto with_format = [&]<GgmlType T>() {
     by_grid_rows(n_items, [&](int64_t first, unsigned count) {
       launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), count), S::kWarps * 32, 0, s, m,
              W.row_stride, W.expert_stride, W.rows, ids, a, x_div, outs[0].ldy, ids_early, first);
     });
   };
-  if (!dispatch_int8(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
+  if (!dispatch_int8_any(W.type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(W.type));
 }
 
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,

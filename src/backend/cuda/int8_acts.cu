@@ -22,13 +22,15 @@ Layout layout(int64_t rows, int64_t k) {
   Layout l{};
   l.q = 0;
   l.d = align16(size_t(rows * k));
-  l.sums = l.d + align16(size_t(rows * (k / kInt8Block)) * sizeof(float));
+  // Room for either style's scales (int8_acts.h): one per 32 elements.
+  l.sums = l.d + align16(size_t(rows * (k / scale_elems(Int8Style::Q8_0))) * sizeof(float));
   l.pairs = l.sums + align16(size_t(rows * (k / kInt8Group)) * sizeof(int32_t));
   l.end = l.pairs + align16(size_t(rows * k));
   return l;
 }
 
 // One warp per block of 256 elements.
+template <Int8Style S>
 __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int64_t ldx, Int8Acts a) {
   begin_kernel();
   const int64_t b = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
@@ -37,8 +39,7 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
   const int64_t t = b / per_row, j = b % per_row;
   float v[8];
   load_eight(X + t * ldx + j * kInt8Block + 8 * (threadIdx.x & 31), v);
-  const BlockOut o = block_out(a, t, j);
-  round_block(v, o.q, o.d, o.sums, o.pairs);
+  round_block_to<S>(v, a, t, j);
 }
 
 // RMSNorm of a row as rmsnorm_rows computes it, written as floats and rounded:
@@ -47,6 +48,7 @@ __global__ void __launch_bounds__(kWarps * 32) round_kernel(const float* X, int6
 // 4,096) rather than one block rounding all of them: a step of one token
 // would otherwise round its row on one block, two blocks a warp in turn.
 constexpr int kNormWarps = 8;
+template <Int8Style S>
 __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const float* x, const int32_t* rows,
                                                                        const float* w, float eps, float* y, Int8Acts a) {
   // The norm weights never change during a step: the warp's block of them is
@@ -72,11 +74,11 @@ __global__ void __launch_bounds__(kNormWarps * 32) rmsnorm_round_kernel(const fl
   float4* yo = reinterpret_cast<float4*>(y + i * a.k + e);
   yo[0] = make_float4(v[0], v[1], v[2], v[3]);
   yo[1] = make_float4(v[4], v[5], v[6], v[7]);
-  const BlockOut o = block_out(a, i, j);
-  round_block(v, o.q, o.d, o.sums, o.pairs);
+  round_block_to<S>(v, a, i, j);
 }
 
 // h = act(gate) * up as gated_activation computes it, written and rounded; one warp per block.
+template <Int8Style S>
 __global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act, const float* g, const float* u,
                                                                  float* h, Int8Acts a) {
   begin_kernel();
@@ -91,15 +93,21 @@ __global__ void __launch_bounds__(kWarps * 32) gated_round_kernel(Activation act
   float4* ho = reinterpret_cast<float4*>(h + e);
   ho[0] = make_float4(v[0], v[1], v[2], v[3]);
   ho[1] = make_float4(v[4], v[5], v[6], v[7]);
-  const BlockOut o = block_out(a, t, j);
-  round_block(v, o.q, o.d, o.sums, o.pairs);
+  round_block_to<S>(v, a, t, j);
 }
 
 unsigned warp_blocks(const Int8Acts& a) { return unsigned((a.n * (a.k / kInt8Block) + kWarps - 1) / kWarps); }
 
+// Calls f.template operator()<S>() with S the style s names.
+template <class F>
+void with_style(Int8Style s, F&& f) {
+  if (s == Int8Style::K) f.template operator()<Int8Style::K>();
+  else f.template operator()<Int8Style::Q8_0>();
+}
+
 }  // namespace
 
-Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst) {
+Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst, Int8Style style) {
   if (k % kInt8Block != 0)
     throw Error("CUDA backend: int8 activations need rows of whole 256-element blocks, not " + std::to_string(k));
   const Layout l = layout(n, k);
@@ -111,6 +119,8 @@ Int8Acts int8_acts_view(int64_t n, int64_t k, void* dst) {
   a.pairs = reinterpret_cast<int8_t*>(base + l.pairs);
   a.k = k;
   a.n = n;
+  a.style = style;
+  if (style == Int8Style::Q8_0) a.sums = nullptr, a.pairs = nullptr;  // this style has neither
   return a;
 }
 
@@ -119,27 +129,30 @@ size_t int8_acts_bytes(int64_t max_rows, int64_t max_k) {
   return layout(max_rows, k).end;
 }
 
-Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s) {
-  const Int8Acts a = int8_acts_view(n, k, dst);
+Int8Acts quantize_int8_acts(const float* X, int64_t ldx, int64_t n, int64_t k, void* dst, cudaStream_t s,
+                            Int8Style style) {
+  const Int8Acts a = int8_acts_view(n, k, dst, style);
   if (n <= 0) return a;
-  launch(round_kernel, warp_blocks(a), kWarps * 32, 0, s, X, ldx, a);
+  with_style(style, [&]<Int8Style S>() { launch(round_kernel<S>, warp_blocks(a), kWarps * 32, 0, s, X, ldx, a); });
   return a;
 }
 
 Int8Acts rmsnorm_int8_acts(const float* x, const int32_t* rows, int64_t n, const float* w, float eps, int64_t k,
-                           float* y, void* dst, cudaStream_t s) {
-  const Int8Acts a = int8_acts_view(n, k, dst);
+                           float* y, void* dst, cudaStream_t s, Int8Style style) {
+  const Int8Acts a = int8_acts_view(n, k, dst, style);
   if (n <= 0) return a;
   const unsigned groups = unsigned((k / kInt8Block + kNormWarps - 1) / kNormWarps);
-  launch(rmsnorm_round_kernel, dim3(unsigned(n), groups), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
+  with_style(style, [&]<Int8Style S>() {
+    launch(rmsnorm_round_kernel<S>, dim3(unsigned(n), groups), kNormWarps * 32, 0, s, x, rows, w, eps, y, a);
+  });
   return a;
 }
 
 Int8Acts gated_int8_acts(Activation act, const float* gate, const float* up, float* h, int64_t n, int64_t k, void* dst,
-                         cudaStream_t s) {
-  const Int8Acts a = int8_acts_view(n, k, dst);
+                         cudaStream_t s, Int8Style style) {
+  const Int8Acts a = int8_acts_view(n, k, dst, style);
   if (n <= 0) return a;
-  launch(gated_round_kernel, warp_blocks(a), kWarps * 32, 0, s, act, gate, up, h, a);
+  with_style(style, [&]<Int8Style S>() { launch(gated_round_kernel<S>, warp_blocks(a), kWarps * 32, 0, s, act, gate, up, h, a); });
   return a;
 }
 

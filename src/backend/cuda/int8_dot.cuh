@@ -9,6 +9,7 @@
 // with every token of the pass.
 #pragma once
 #include <cstdint>
+#include <utility>
 
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv_rows.cuh"
@@ -18,7 +19,7 @@
 
 namespace ember::cuda {
 
-// One token's activation row, as the products read it.
+// One token's activation row, as the products read it (no sums in the Q8_0 style).
 struct ActRow {
   const int8_t* q;
   const float* d;
@@ -26,7 +27,7 @@ struct ActRow {
 };
 
 __device__ __forceinline__ ActRow act_row(const Int8Acts& a, int64_t t) {
-  return {a.q + t * a.k, a.d + t * (a.k / kInt8Block), a.sums + t * (a.k / kInt8Group)};
+  return {a.q + t * a.k, a.d + t * (a.k / scale_elems(a.style)), a.sums ? a.sums + t * (a.k / kInt8Group) : nullptr};
 }
 
 template <GgmlType T>
@@ -145,6 +146,36 @@ struct Int8Format<GgmlType::Q6_K> {
   }
 };
 
+// Q8_0 (34-byte blocks of 32 codes and a half-precision scale, only 2-byte
+// aligned): piece pp (0..7) of a 256-element block is its Q8_0 block pp, met
+// with activations in the Q8_0 style (one scale per 32, int8_acts.h), as the
+// CPU multiplies them.
+template <>
+struct Int8Format<GgmlType::Q8_0> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t q[8];
+    float d;
+  };
+  using Piece = Raw;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(8 * sb + pp) * sizeof(BlockQ8_0);
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk));
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r.q[i] = ld_u32(blk + 2 + 4 * i);
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) { w = r; }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
+    const uint4 a0 = a[0], a1 = a[1];
+    const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s = __dp4a(int(w.q[i]), av[i], s);
+    return x.d[8 * sb + pp] * w.d * float(s);
+  }
+};
+
 // R rows (row0.. ; rows past the matrix repeat its last row, computed and never
 // written) against NT activation rows; acc[r][t] ends in every lane. Each lane
 // loads U pieces of every row before multiplying any, so that many loads are in
@@ -193,7 +224,10 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
     for (int t = 0; t < NT; ++t) acc[r][t] = warp_sum(acc[r][t]);
 }
 
-// Calls f.template operator()<T>() for a format with an integer product; false for the others.
+// Calls f.template operator()<T>() for a format whose integer product meets
+// activations in the K style (Q8_K, int8_acts.h); false for the others. The
+// kernels that round their own input (that style) or take the tensor cores
+// serve these.
 template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
   switch (t) {
@@ -201,6 +235,17 @@ bool dispatch_int8(GgmlType t, F&& f) {
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return true;
     default: return false;
   }
+}
+
+// The same for every format with an integer product on the CUDA cores (one
+// token, or the items of ungrouped expert products): those above and Q8_0.
+template <class F>
+bool dispatch_int8_any(GgmlType t, F&& f) {
+  if (t == GgmlType::Q8_0) {
+    f.template operator()<GgmlType::Q8_0>();
+    return true;
+  }
+  return dispatch_int8(t, std::forward<F>(f));
 }
 
 }  // namespace ember::cuda

@@ -2,6 +2,8 @@
 // CPU rounds it), by one warp: shared by the kernels of int8_acts.cu and the
 // attention kernel that rounds its own output for wo.
 #pragma once
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "backend/cuda/int8_acts.h"
@@ -53,6 +55,42 @@ __device__ __forceinline__ BlockOut block_out(const Int8Acts& a, int64_t t, int6
   return {const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block, const_cast<float*>(a.d) + t * (a.k / kInt8Block) + j,
           const_cast<int32_t*>(a.sums) + t * (a.k / kInt8Group) + j * (kInt8Block / kInt8Group),
           const_cast<int8_t*>(a.pairs) + t * a.k + j * kInt8Block};
+}
+
+// Rounds one 256-element block in the Q8_0 style (int8_acts.h): eight scales
+// of 32 elements, lanes 4b .. 4b + 3 holding scale b's elements; the codes at
+// q, the scales at d.
+__device__ __forceinline__ void round_block_q8_0(const float (&v)[8], int8_t* q, float* d) {
+  const int lane = threadIdx.x & 31;
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  // The CPU's expressions exactly: IEEE division, the scale rounded to half
+  // precision (ties to even), the reciprocal of that, one float multiply, ties to even.
+  const float dh = __half2float(__float2half_rn(__fdiv_rn(amax, 127.f)));
+  const float inv = dh != 0.f ? __fdiv_rn(1.f, dh) : 0.f;
+  uint32_t packed[2] = {0, 0};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int c = max(-127, min(127, __float2int_rn(__fmul_rn(v[i], inv))));
+    packed[i / 4] |= uint32_t(uint8_t(int8_t(c))) << (8 * (i % 4));
+  }
+  reinterpret_cast<uint2*>(q)[lane] = make_uint2(packed[0], packed[1]);
+  if ((lane & 3) == 0) d[lane >> 2] = dh;
+}
+
+// Block j of row t of a, rounded in a's style S by one warp (lane l holding elements 8l .. 8l + 7).
+template <Int8Style S>
+__device__ __forceinline__ void round_block_to(const float (&v)[8], const Int8Acts& a, int64_t t, int64_t j) {
+  if constexpr (S == Int8Style::K) {
+    const BlockOut o = block_out(a, t, j);
+    round_block(v, o.q, o.d, o.sums, o.pairs);
+  } else {
+    round_block_q8_0(v, const_cast<int8_t*>(a.q) + t * a.k + j * kInt8Block,
+                     const_cast<float*>(a.d) + t * (a.k / scale_elems(S)) + j * (kInt8Block / scale_elems(S)));
+  }
 }
 
 // Block j of row t rounded from 256 floats in shared memory, by one warp:

@@ -157,7 +157,9 @@ int pieces_per_block(GgmlType t) {
 }  // namespace
 
 bool moe_down_fits(const DeviceMatrix& down, int k_used) {
-  if (!has_int8_product(down.type) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 || down.expert_stride == 0)
+  // It rounds the gated activation itself, in the K style: the formats that read that one.
+  if (!dispatch_int8(down.type, []<GgmlType>() {}) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 ||
+      down.expert_stride == 0)
     return false;
   // One expert a token (a launch without clusters) keeps the three kernels: not measured nor tested here.
   return k_used >= 2 && k_used <= kMaxDownChoices && down.k / kInt8Block * pieces_per_block(down.type) <= kMaxDownPieces;
