@@ -172,10 +172,11 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Q8_0 takes float products on the GPU in steps of several tokens, 8-bit
-// activations on the CPU: the bound is 1.5x the error measured on the H200
-// (2026-12-02), as for the tiny preset. In steps of one token both round them
-// alike (Int8Style::Q8_0): held to the drift as Q4_K is.
+// Q8_0's dense products take floats on the GPU in steps of several tokens,
+// 8-bit activations on the CPU: the bound is 1.5x the error measured on the
+// H200 (2026-12-02, when the experts took floats too), as for the tiny preset.
+// In steps of one token both round them alike (Int8Style::Q8_0): held to the
+// drift as Q4_K is.
 // The greedy continuations of these random-weight models are printed, not held
 // to 95%: their top logits are often within the drift above (the CPU's own
 // portable and SIMD products do not agree on them either; the trained model

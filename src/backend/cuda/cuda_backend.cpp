@@ -178,9 +178,10 @@ class CudaBackend final : public Backend {
   bool grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const;
   // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
   // read an input has an integer product for the step, once per input, fused
-  // with the kernel that makes the input where there is one, in the style of
-  // the first such reader (int8_acts.h; a reader of another style reads the
-  // floats); else these return nullptr and the products read floats.
+  // with the kernel that makes the input where there is one, in the K style
+  // where any such reader reads it, else in Q8_0's (int8_acts.h; a reader of
+  // the other style reads the floats); else these return nullptr and the
+  // products read floats.
   std::optional<Int8Style> int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const;
   std::optional<Int8Style> int8_style(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
     return int8_style(std::span(readers.begin(), readers.size()), n);
@@ -490,11 +491,12 @@ void CudaBackend::enqueue_step(const Shape& sh) {
 
 std::optional<Int8Style> CudaBackend::int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const {
   if (!int8_products_) return std::nullopt;
-  // Expert items multiply one at a time.
+  std::optional<Int8Style> style;
   for (const DeviceMatrix* m : readers)
+    // Expert items multiply one at a time.
     if (m->present() && int8_product_serves(*m, m->expert_stride ? 1 : n) && !on_tensor_cores(*m, n))
-      return int8_style_of(m->type);
-  return std::nullopt;
+      if (!style || int8_style_of(m->type) == Int8Style::K) style = int8_style_of(m->type);
+  return style;
 }
 
 void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,

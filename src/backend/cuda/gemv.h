@@ -38,7 +38,7 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
 // dot products. int8_product_serves: whether the integer product takes n
 // tokens of W: rows of whole 256-element blocks; Q8_0 one token, on the CUDA
 // cores (no tensor-core kernel for it, so not with EMBER_CUDA_BATCH_INVARIANT=1
-// either).
+// either), which is also every item of an ungrouped expert product (n = 1).
 bool has_int8_product(GgmlType t);
 Int8Style int8_style_of(GgmlType t);
 bool int8_product_serves(const DeviceMatrix& W, int64_t n);

@@ -147,6 +147,11 @@ __global__ void __launch_bounds__(kDownWarps * 32) moe_down_kernel(DownArgs a) {
   cl.sync();  // no block leaves while another may still read its rows
 }
 
+struct NoLaunch {
+  template <GgmlType>
+  void operator()() const {}
+};
+
 // Pieces of a 256-element block in format T's integer product.
 int pieces_per_block(GgmlType t) {
   int n = 0;
@@ -158,7 +163,7 @@ int pieces_per_block(GgmlType t) {
 
 bool moe_down_fits(const DeviceMatrix& down, int k_used) {
   // It rounds the gated activation itself, in the K style: the formats that read that one.
-  if (!dispatch_int8(down.type, []<GgmlType>() {}) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 ||
+  if (!dispatch_int8(down.type, NoLaunch{}) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 ||
       down.expert_stride == 0)
     return false;
   // One expert a token (a launch without clusters) keeps the three kernels: not measured nor tested here.
