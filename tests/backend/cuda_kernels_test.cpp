@@ -199,6 +199,15 @@ struct RandomExperts {
   }
 };
 
+// A random float router of E rows of k on the device (routers are kept unquantised).
+struct RandomRouter {
+  HostMatrix host;
+  DeviceBuffer w;
+  DeviceMatrix dm;
+  RandomRouter(GgmlType type, int64_t E, int64_t k, std::mt19937& rng)
+      : host(random_matrix(type, E, k, rng)), w(upload(host.bytes)), dm{type, w.get<uint8_t>(), k, E, host.stride, 0} {}
+};
+
 TEST_F(CudaKernels, ExpertProductsReadTheChosenExpert) {
   std::mt19937 rng(11);
   Tables tab;
@@ -242,9 +251,8 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
       for (Routing routing : {Routing::SoftmaxTopK, Routing::SigmoidTopK, Routing::TopKSoftmax})
         for (bool norm : {false, true}) {
           const ModelDesc d = routing_desc(E, K, routing, norm);
-          const HostMatrix m = random_matrix(type, E, k, rng);
-          DeviceBuffer w = upload(m.bytes);
-          const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
+          const RandomRouter router(type, E, k, rng);
+          const DeviceMatrix& dm = router.dm;
           std::vector<float> x = random_floats(k, rng);
           for (float& v : x) v /= 64.f;  // logits of a few units: sigmoid and softmax scores do not saturate into ties
           DeviceBuffer dx = upload(x), dlog(size_t(E) * 4), dids(size_t(K) * 4), dw(size_t(K) * 4);
@@ -362,9 +370,8 @@ TEST_F(CudaKernels, RouterNormGivesTheNormKernelsBits) {
                                   std::tuple{8, 2, int64_t(1280)}, std::tuple{300, 8, int64_t(4096)},
                                   std::tuple{64, 4, int64_t(3328)}, std::tuple{5, 2, int64_t(4096)}}) {
       const ModelDesc d = routing_desc(E, K, Routing::SoftmaxTopK, true);
-      const HostMatrix m = random_matrix(type, E, k, rng);
-      DeviceBuffer w = upload(m.bytes);
-      const DeviceMatrix dm{type, w.get<uint8_t>(), k, E, m.stride, 0};
+      const RandomRouter router(type, E, k, rng);
+      const DeviceMatrix& dm = router.dm;
       ASSERT_TRUE(norms_in_router(dm));
       const std::vector<float> x = random_floats(k, rng), g = random_floats(k, rng);
       DeviceBuffer dx = upload(x), dg = upload(g);

@@ -148,7 +148,8 @@ __global__ void __launch_bounds__(kMergeThreads) merge_kernel(AttnArgs a, const 
   begin_kernel();
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
   if (pos[t] < skip_upto) return;  // a token the cluster kernel takes
-  const int hd = a.head_dim, n = a.n_splits, own = min(n, attention_splits(attended_positions(pos[t], a.sliding_window))), lane = threadIdx.x & 31;
+  const int hd = a.head_dim, n = a.n_splits, lane = threadIdx.x & 31;
+  const int own = min(n, attention_splits(attended_positions(pos[t], a.sliding_window)));
   float* den = weights + merge_heads(hd) * n;
   const int64_t row = int64_t(a.n_heads) * hd, e0 = int64_t(blockIdx.y) * kMergeThreads;
   const int h0 = int(e0 / hd);

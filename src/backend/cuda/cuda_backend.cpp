@@ -193,10 +193,10 @@ class CudaBackend final : public Backend {
   bool wants_k_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
     return int8_style(readers, n) == Int8Style::K;
   }
-  // Steps of at least gemm_min_tokens_ tokens multiply the dense matrices on the
+  // Steps of at least gemm_min_tokens() tokens multiply the dense matrices on the
   // tensor cores (gemm.h); smaller ones, and the experts, take the decode products.
   bool on_tensor_cores(const DeviceMatrix& W, int64_t n) const {
-    return gemm_ && n >= gemm_min_tokens_ && W.expert_stride == 0 && gemm_->fits(W, n);
+    return gemm_ && n >= gemm_min_tokens() && W.expert_stride == 0 && gemm_->fits(W, n);
   }
   // Y = W X (or Y += W X): the tensor cores or the decode products, by shape.
   void product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
@@ -222,7 +222,6 @@ class CudaBackend final : public Backend {
   Int8Acts acts_;
   bool int8_products_ = true;  // EMBER_CUDA_FLOAT_PRODUCTS=1 turns them off (to measure what they gain)
   std::unique_ptr<TensorCoreGemm> gemm_;
-  int64_t gemm_min_tokens_ = 0;
   PinnedBuffer host_logits_;
   // Steps queued on the stream (Backend::submit): each has its own pinned
   // metadata (written while the step before may still be reading its own)
@@ -310,7 +309,6 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   int8_products_ = !(fp && std::strcmp(fp, "1") == 0);
   const ProductRoom room = product_room(model, lim_, sz_);
   int8_scratch_ = DeviceBuffer(room.int8_bytes);
-  gemm_min_tokens_ = gemm_min_tokens();
   if (room.gemm_weights > 0) gemm_ = std::make_unique<TensorCoreGemm>(room.gemm_weights, room.gemm_rows, room.widest, stream_);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -382,8 +380,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
   int32_t *h_tok = h, *h_pos = h + T, *h_seq = h + 2 * T, *h_rows = h + 3 * T, *h_off = h + 4 * T;
   int32_t *h_split = h + 5 * T, *h_flash = h + 6 * T, *h_start = h + 8 * T;
   auto* h_picks = reinterpret_cast<DevicePick*>(h + sz_.picks_at);
-  const size_t table_at = sz_.tables_at;
-  int32_t* h_tab = h + table_at;
+  int32_t* h_tab = h + sz_.tables_at;
   Shape sh;
   int64_t t = 0, r = 0, tab = 0, n_split = 0;
   int longest = 0;  // positions of the longest context attention() takes
@@ -421,7 +418,7 @@ CudaBackend::Shape CudaBackend::upload_step(const StepBatch& batch, int32_t* h) 
     }
   }
   prof_.mark("upload", stream_);
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (table_at + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(tokens_, h, (sz_.tables_at + size_t(tab)) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   sh.n_splits = attention_split_grid(sh.n_splits);
   sh.context_class = attention_context_class(longest);
   sh.n_tok = t;
