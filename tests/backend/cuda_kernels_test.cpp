@@ -631,54 +631,64 @@ TEST_F(CudaKernels, Q8_0ActivationsAreTheCpuRounding) {
   check(gated, download<float>(dh, size_t(n * k)), "with the gated activation");
 }
 
-// The Q8_0 integer product of one token (alone, fused, and per expert item)
+// The Q8_0 integer product (alone, fused, with add, and per expert item)
 // against the float64 product of the decoded weights and the reference
-// rounding; steps of two tokens take the float product (no integer product
-// serves them) whatever activations they are given.
+// rounding, at one token (the CUDA cores; the tensor cores with
+// EMBER_CUDA_BATCH_INVARIANT=1) and at several (the tensor cores: one to
+// eight tiles of 8 tokens, partial tiles); then a token's bits do not depend
+// on the batch on the tensor cores.
 TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
-  if (int8_on_tensor_cores(1)) GTEST_SKIP() << "EMBER_CUDA_BATCH_INVARIANT=1: Q8_0 takes the float products";
   std::mt19937 rng(80);
   Tables tab;
   const GgmlType type = GgmlType::Q8_0;
   for (int64_t k : {768, 4096}) {
-    const int64_t rows = 37, ldy = rows + 3;
+    const int64_t rows = 37, ldy = rows + 3, max_n = 70;
     const HostMatrix m = random_matrix(type, rows, k, rng), m2 = random_matrix(type, 19, k, rng);
     DeviceBuffer w = upload_in_device_layout(type, m.bytes), w2 = upload_in_device_layout(type, m2.bytes);
     const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0}, dm2{type, w2.get<uint8_t>(), k, 19, m2.stride, 0};
-    ASSERT_TRUE(int8_product_serves(dm, 1));
-    EXPECT_FALSE(int8_product_serves(dm, 2));
-    const std::vector<float> x = random_floats(2 * k, rng);
-    const HostQ80Acts hx = host_q8_0_acts(std::vector<float>(x.begin(), x.begin() + k));
-    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(2, k)), dy(size_t(2 * ldy) * 4), dy2(size_t(ldy) * 4);
-    const std::string what = "Q8_0 k=" + std::to_string(k);
-    const Int8Acts one = quantize_int8_acts(dx.get<float>(), k, 1, k, dq.get(), nullptr, Int8Style::Q8_0);
-    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    gemv(dm, tab.t, dx.get<float>(), k, 1, dy.get<float>(), ldy, nullptr, &one);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    expect_products(m, download<float>(dy, size_t(ldy)), ldy, hx.values.data(), 1, what + " one token");
-    // Fused with a second matrix: each output the bits of its own launch.
-    const auto alone = download<float>(dy, size_t(rows));
-    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
-    const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
-    gemv_int8_fused(outs, one, nullptr);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(rows)).data(), size_t(rows) * 4)) << what << " fused";
-    expect_products(m2, download<float>(dy2, size_t(ldy)), ldy, hx.values.data(), 1, what + " fused, second matrix");
-    // With add: the product lands on what was there.
-    std::vector<float> base = random_floats(ldy, rng);
-    DeviceBuffer dbase = upload(base);
-    gemv(dm, tab.t, dx.get<float>(), k, 1, dbase.get<float>(), ldy, nullptr, &one, /*add=*/true);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto added = download<float>(dbase, size_t(rows));
-    for (int64_t r = 0; r < rows; ++r)
-      EXPECT_EQ(added[size_t(r)], base[size_t(r)] + alone[size_t(r)]) << what << " add, row " << r;
-    // Two tokens with Q8_0-style activations: the float product reads x.
-    const Int8Acts two = quantize_int8_acts(dx.get<float>(), k, 2, k, dq.get(), nullptr, Int8Style::Q8_0);
-    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    gemv(dm, tab.t, dx.get<float>(), k, 2, dy.get<float>(), ldy, nullptr, &two);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    expect_products(m, download<float>(dy, size_t(2 * ldy)), ldy, x.data(), 2, what + " two tokens (float)");
+    ASSERT_TRUE(int8_product_serves(dm));
+    const std::vector<float> x = random_floats(max_n * k, rng);
+    const HostQ80Acts hx = host_q8_0_acts(x);
+    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(max_n, k)), dy(size_t(max_n * ldy) * 4), dy2(size_t(max_n * ldy) * 4);
+    for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
+      const std::string what = "Q8_0 k=" + std::to_string(k) + " n=" + std::to_string(n);
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
+      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+      gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr, &a);  // takes the integer path
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto alone = download<float>(dy, size_t(n * ldy));
+      expect_products(m, alone, ldy, hx.values.data(), n, what);
+      // Fused with a second matrix: each output the bits of its own launch.
+      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+      EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
+      const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
+      gemv_int8_fused(outs, a, nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(n * ldy)).data(), alone.size() * 4)) << what << " fused";
+      expect_products(m2, download<float>(dy2, size_t(n * ldy)), ldy, hx.values.data(), n, what + " fused, second matrix");
+      // With add: the product lands on what was there.
+      const std::vector<float> base = random_floats(n * ldy, rng);
+      DeviceBuffer dbase = upload(base);
+      gemv(dm, tab.t, dx.get<float>(), k, n, dbase.get<float>(), ldy, nullptr, &a, /*add=*/true);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto added = download<float>(dbase, size_t(n * ldy));
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          const size_t i = size_t(t * ldy + r);
+          ASSERT_EQ(added[i], base[i] + alone[i]) << what << " add, token " << t << " row " << r;
+        }
+    }
+    // A token's bits do not depend on the batch (the tensor-core products).
+    std::vector<float> all;
+    for (int64_t n : {max_n, int64_t(1), int64_t(2), int64_t(5), int64_t(16), int64_t(19), int64_t(40), int64_t(64)}) {
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
+      const Int8Out out{&dm, dy.get<float>(), rows};
+      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+      gemv_int8_mma_fused({&out, 1}, a, nullptr);
+      const auto y = download<float>(dy, size_t(n * rows));
+      if (all.empty()) all = y;
+      EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << "Q8_0 k=" << k << " n=" << n;
+    }
   }
   // Expert items, each its chosen expert and its token's row (two tokens, two experts each).
   const int64_t k = 512, rows = 21, E = 4, n_tok = 2, K = 2;
@@ -706,7 +716,7 @@ TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
 }
 
 // Which integer product takes which activations (host only): the style of each
-// format, the steps a Q8_0 product serves, and launches given activations of
+// format, the matrices the integer products serve, and launches given activations of
 // another style refuse.
 TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_EQ(int8_style_of(GgmlType::Q8_0), Int8Style::Q8_0);
@@ -716,12 +726,10 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_FALSE(has_int8_product(GgmlType::F16));
   const DeviceMatrix q80{GgmlType::Q8_0, nullptr, 2048, 64, 0, 0}, q80_short{GgmlType::Q8_0, nullptr, 96, 64, 0, 0},
       q4k{GgmlType::Q4_K, nullptr, 2048, 64, 0, 0}, f16{GgmlType::F16, nullptr, 2048, 64, 0, 0};
-  EXPECT_EQ(int8_product_serves(q80, 1), !int8_on_tensor_cores(1));
-  EXPECT_FALSE(int8_product_serves(q80, 2));
-  EXPECT_FALSE(int8_product_serves(q80_short, 1));  // rows not whole 256-element blocks
-  EXPECT_TRUE(int8_product_serves(q4k, 1));
-  EXPECT_TRUE(int8_product_serves(q4k, 16));
-  EXPECT_FALSE(int8_product_serves(f16, 1));
+  EXPECT_TRUE(int8_product_serves(q80));
+  EXPECT_FALSE(int8_product_serves(q80_short));  // rows not whole 256-element blocks
+  EXPECT_TRUE(int8_product_serves(q4k));
+  EXPECT_FALSE(int8_product_serves(f16));
   float y[1];
   Int8Acts k_style;
   k_style.k = 2048;
@@ -749,7 +757,7 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
 TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -762,7 +770,7 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
     for (int64_t n : {1, 3, 13}) {
       const std::vector<float> x = random_floats(n * k, rng);
       DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k));
-      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, int8_style_of(type));
       for (const bool add : {false, true}) {
         std::vector<DeviceBuffer> alone, fused;
         std::vector<Int8Out> outs;
@@ -824,7 +832,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     }
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
       std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
       for (int e = 0; e < 2 * E; ++e) {
@@ -840,7 +848,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         const int64_t n_x = n_items / x_div;
         const std::vector<float> x = random_floats(n_x * k, rng);
         DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n_x, k));
-        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_x, k, dq.get(), nullptr);
+        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_x, k, dq.get(), nullptr, int8_style_of(type));
         DeviceBuffer y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
         EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
         EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));

@@ -490,8 +490,7 @@ std::optional<Int8Style> CudaBackend::int8_style(std::span<const DeviceMatrix* c
   if (!int8_products_) return std::nullopt;
   std::optional<Int8Style> style;
   for (const DeviceMatrix* m : readers)
-    // Expert items multiply one at a time.
-    if (m->present() && int8_product_serves(*m, m->expert_stride ? 1 : n) && !on_tensor_cores(*m, n))
+    if (m->present() && int8_product_serves(*m) && !on_tensor_cores(*m, n))
       if (!style || int8_style_of(m->type) == Int8Style::K) style = int8_style_of(m->type);
   return style;
 }
@@ -504,7 +503,7 @@ void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, in
 
 void CudaBackend::products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts) {
   const DeviceMatrix& W0 = *outs.begin()->W;
-  bool fuse = acts != nullptr && outs.size() > 1 && int8_product_serves(W0, n) && acts->style == int8_style_of(W0.type);
+  bool fuse = acts != nullptr && outs.size() > 1 && int8_product_serves(W0) && acts->style == int8_style_of(W0.type);
   for (const Int8Out& o : outs) fuse = fuse && o.W->type == outs.begin()->W->type && !on_tensor_cores(*o.W, n);
   if (fuse) return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
   for (const Int8Out& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);
@@ -611,10 +610,9 @@ constexpr int64_t kGroupedItemsPerExpert = 2;
 
 bool CudaBackend::grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const {
   const GgmlType t = L.gate_exps.type;
-  // On the tensor cores: the K style's formats.
-  return xq && xq->style == Int8Style::K && has_int8_product(t) && int8_style_of(t) == Int8Style::K &&
-         L.up_exps.type == t && L.down_exps.type == t && n_items >= kGroupedItemsPerExpert * model_.desc().n_experts &&
-         wants_k_int8({&L.down_exps}, n_items);
+  // On the tensor cores: the formats with an integer product, each reading activations in its style.
+  return xq && has_int8_product(t) && xq->style == int8_style_of(t) && L.up_exps.type == t && L.down_exps.type == t &&
+         n_items >= kGroupedItemsPerExpert * model_.desc().n_experts && int8_style({&L.down_exps}, n_items) == xq->style;
 }
 
 void CudaBackend::moe_ffn(int l, int64_t n_tok) {
@@ -655,7 +653,7 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const int64_t tiles = grouped ? max_expert_tiles(n_items, int(E)) : 0;
   // Gate and up read the same items: one launch for both where the int8 product serves them.
   const Int8Out gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
-  const bool paired = xq && int8_product_serves(L.gate_exps, 1) && xq->style == int8_style_of(L.gate_exps.type) &&
+  const bool paired = xq && int8_product_serves(L.gate_exps) && xq->style == int8_style_of(L.gate_exps.type) &&
                       L.up_exps.type == L.gate_exps.type;
   if (grouped) {
     group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);

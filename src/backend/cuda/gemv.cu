@@ -97,7 +97,7 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
           cudaStream_t s, const Int8Acts* acts, bool add) {
   if (n <= 0) return;
   check_shape(W);
-  if (acts && acts->style == int8_style_of(W.type) && int8_product_serves(W, n)) {
+  if (acts && acts->style == int8_style_of(W.type) && int8_product_serves(W)) {
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
     return gemv_int8(W, *acts, Y, ldy, s, add);
   }
@@ -121,7 +121,7 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
                   bool ids_early) {
   if (n_items <= 0) return;
   check_shape(W);
-  if (acts && acts->style == int8_style_of(W.type) && int8_product_serves(W, 1))  // each item alone
+  if (acts && acts->style == int8_style_of(W.type) && int8_product_serves(W))
     return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s, ids_early);
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);

@@ -16,7 +16,7 @@ namespace ember::cuda {
 // Every token's sums run in the same order whatever n is, so a token's result
 // does not depend on which other tokens share the step.
 // With acts (X rounded by quantize_int8_acts) in the style of the format's
-// integer product, for a step that product serves (int8_product_serves), it
+// integer product, for a matrix that product serves (int8_product_serves), it
 // runs instead of the float one; otherwise the float one reads X. With add, Y += the
 // products instead (a residual add without a kernel of its own).
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
@@ -35,13 +35,11 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
 // activations to int8: per 256 elements (Q4_K, Q6_K; Int8Style::K) or per 32
 // (Q8_0; Int8Style::Q8_0): the weight codes meet the activation codes of
 // quantize_int8_acts (in the format's style, int8_style_of) in 4-way integer
-// dot products. int8_product_serves: whether the integer product takes n
-// tokens of W: rows of whole 256-element blocks; Q8_0 one token, on the CUDA
-// cores (no tensor-core kernel for it, so not with EMBER_CUDA_BATCH_INVARIANT=1
-// either), which is also every item of an ungrouped expert product (n = 1).
+// dot products. int8_product_serves: whether the integer product takes W
+// (rows of whole 256-element blocks), at any number of tokens.
 bool has_int8_product(GgmlType t);
 Int8Style int8_style_of(GgmlType t);
-bool int8_product_serves(const DeviceMatrix& W, int64_t n);
+bool int8_product_serves(const DeviceMatrix& W);
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add = false);
 // Several matrices of one format reading the same activations (q/k/v,
 // gate/up) in one launch: each output gets the bits gemv_int8 gives it alone.
@@ -72,7 +70,7 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
 // The same integer products with their integer sums made on the tensor cores
-// (gemv_int8_mma.cu), for Q4_K and Q6_K: every output is summed in one order
+// (gemv_int8_mma.cu), for Q4_K, Q6_K and Q8_0: every output is summed in one order
 // whatever the number of tokens, so a token's result has the same bits in any
 // batch. int8_on_tensor_cores(n) says which kernel the products above take
 // for n tokens (ungrouped experts: n = 1, each item alone): the tensor cores

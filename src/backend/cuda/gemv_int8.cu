@@ -105,21 +105,17 @@ bool has_int8_product(GgmlType t) { return dispatch_int8_any(t, NoLaunch{}); }
 
 Int8Style int8_style_of(GgmlType t) { return t == GgmlType::Q8_0 ? Int8Style::Q8_0 : Int8Style::K; }
 
-bool int8_product_serves(const DeviceMatrix& W, int64_t n) {
-  if (W.k % kInt8Block != 0) return false;  // rows of whole 256-element blocks (Q8_0 rows may be shorter)
-  if (W.type == GgmlType::Q8_0) return n == 1 && !int8_on_tensor_cores(1);  // no tensor-core product for it
-  return has_int8_product(W.type);
+bool int8_product_serves(const DeviceMatrix& W) {
+  // Rows of whole 256-element blocks (Q8_0 rows may be shorter).
+  return W.k % kInt8Block == 0 && has_int8_product(W.type);
 }
 
 namespace {
 
-// The activations a launch of format `type` reads must be in its style, and a
-// Q8_0 product has no tensor-core kernel.
-void check_style(GgmlType type, const Int8Acts& a, bool tensor_cores) {
+// The activations a launch of format `type` reads must be in its style.
+void check_style(GgmlType type, const Int8Acts& a) {
   if (a.style != int8_style_of(type))
     throw Error(std::string("CUDA backend: int8 activations of another rounding for format ") + type_name(type));
-  if (tensor_cores && a.style != Int8Style::K)
-    throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(type));
 }
 
 }  // namespace
@@ -144,7 +140,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
-  check_style(type, a, int8_on_tensor_cores(a.n));
+  check_style(type, a);
   if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
   using S = DefaultShape;
   auto with_format = [&]<GgmlType T>() {
@@ -159,7 +155,7 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
                        cudaStream_t s, bool ids_early) {
   if (n_items <= 0) return;
   const DeviceMatrix& W = *outs[0].W;
-  check_style(W.type, a, int8_on_tensor_cores(1));
+  check_style(W.type, a);
   // Each item multiplies alone.
   if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = ExpertShape;

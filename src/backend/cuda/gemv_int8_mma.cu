@@ -7,7 +7,7 @@
 // instructions, not by the bytes they read (bench/RESULTS.md).
 //
 // A block takes 16 rows and J tiles of 8 tokens; a warp multiplies each
-// weight fragment it decodes with TW of the tiles (two for Q4_K, up to four for
+// weight fragment it decodes with TW of the tiles (two for Q4_K and Q8_0, up to four for
 // Q6_K: the weights' loads and decoding shared by 16 or 32 tokens), so its 8
 // warps are J / TW groups of tiles times 8 TW / J along the row
 // (block_product). Every output is summed in one
@@ -47,6 +47,8 @@ __device__ __forceinline__ float q4k_term(float ad, float d, float dmin, int isu
 }
 // Q6_K: ad d sum_g sc_g p_g over the 16 groups of 16.
 __device__ __forceinline__ float q6k_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
+// Q8_0: one term per block of 32, ad d p with both scales of that block.
+__device__ __forceinline__ float q8_0_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
 __device__ __forceinline__ float add_term(float acc, float term) { return __fadd_rn(acc, term); }
 
 // c += a b over 32 elements: rows g, g + 8 (a) times token g (b).
@@ -90,7 +92,7 @@ __device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, A
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
     const int64_t tc = act_row(2 * q + e);
-    t.d[e] = tc >= 0 ? int(tc * (a.k / kInt8Block)) : -1;
+    t.d[e] = tc >= 0 ? int(tc * (a.k / scale_elems(a.style))) : -1;
   }
   return t;
 }
@@ -123,11 +125,12 @@ template <>
 struct MmaFormat<GgmlType::Q4_K> {
   static constexpr bool kPairs = true;
   static constexpr int kTilesPerWarp = 2;  // tiles each decoded fragment meets, at most (measured: 2 beats 1 and 4)
+  static constexpr int kParts = 1;         // loads of a super-block's weights (see Q8_0)
   struct Raw {
     uint4 hdr[2];  // d, dmin, scales of rows g and g + 8
     uint2 q[2][4];
   };
-  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int q, Raw& r) {
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockQ4_K);
@@ -138,8 +141,8 @@ struct MmaFormat<GgmlType::Q4_K> {
   }
   // The weights' fragments are decoded once and meet each of the TW tiles.
   template <int TW>
-  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb, int q,
-                                                  float (&acc)[TW][4]) {
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int /*part*/, int q, float (&acc)[TW][4]) {
     int isum[TW][4], imin[TW][4];
 #pragma unroll
     for (int t = 0; t < TW; ++t)
@@ -194,12 +197,13 @@ template <>
 struct MmaFormat<GgmlType::Q6_K> {
   static constexpr bool kPairs = false;
   static constexpr int kTilesPerWarp = 4;  // measured: 4 beats 2 from 32 tokens (its fragments cost more to decode)
+  static constexpr int kParts = 1;
   struct Raw {
     uint32_t ql0[2][4], ql1[2][4], qh[2][4];  // [row][2h + lh]
     uint32_t sc[2][4];                        // the 16 int8 scales of each row
     uint16_t d[2];
   };
-  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int q, Raw& r) {
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // 210-byte blocks are only 2-byte aligned.
@@ -222,8 +226,8 @@ struct MmaFormat<GgmlType::Q6_K> {
     return i == 0 ? q6k_codes<0>(A, B, H) : i == 1 ? q6k_codes<1>(A, B, H) : i == 2 ? q6k_codes<2>(A, B, H) : q6k_codes<3>(A, B, H);
   }
   template <int TW>
-  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb, int q,
-                                                  float (&acc)[TW][4]) {
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int /*part*/, int q, float (&acc)[TW][4]) {
     int isum[TW][4];
 #pragma unroll
     for (int t = 0; t < TW; ++t)
@@ -260,6 +264,62 @@ struct MmaFormat<GgmlType::Q6_K> {
   }
 };
 
+// Q8_0: a super-block of 256 elements is eight Q8_0 blocks of 34 bytes (a
+// half-precision scale, then 32 codes), only 2-byte aligned. Lane q takes
+// bytes [8q, 8q + 8) of each block's codes as the fragment's elements
+// 4q..4q + 3 and 16 + 4q..16 + 4q + 3, and the activations (Int8Style::Q8_0:
+// plain order, a scale per 32) of those same bytes as one 8-byte load. Each
+// block adds its own term, in block order, to the super-block's class sum.
+// A super-block's weights come in two loads of four blocks: all eight blocks
+// of both rows, held twice over while the next ones load, spilled.
+template <>
+struct MmaFormat<GgmlType::Q8_0> {
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 2;
+  static constexpr int kParts = 2;
+  struct Raw {
+    uint32_t q[2][4][2];  // [row g, g + 8][block of the part][word]
+    uint32_t d[2][2];     // the blocks' scales, two halves a word
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int part, int q, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* first = row[h] + size_t(8 * sb + 4 * part) * sizeof(BlockQ8_0);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const uint8_t* blk = first + b * sizeof(BlockQ8_0);
+        r.q[h][b][0] = ld_u32(blk + 2 + 8 * q);
+        r.q[h][b][1] = ld_u32(blk + 6 + 8 * q);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        r.d[h][i] = uint32_t(*reinterpret_cast<const uint16_t*>(first + 2 * i * sizeof(BlockQ8_0))) |
+                    uint32_t(*reinterpret_cast<const uint16_t*>(first + (2 * i + 1) * sizeof(BlockQ8_0))) << 16;
+    }
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int part, int q, float (&acc)[TW][4]) {
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int64_t blk = 8 * sb + 4 * part + b;  // the block's index in the row
+      const uint32_t a[4] = {r.q[0][b][0], r.q[1][b][0], r.q[0][b][1], r.q[1][b][1]};
+      const float d[2] = {h2f(uint16_t(r.d[0][b / 2] >> (16 * (b % 2)))), h2f(uint16_t(r.d[1][b / 2] >> (16 * (b % 2))))};
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        const uint2 bq = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + 32 * blk + 8 * q) : make_uint2(0, 0);
+        int prod[4] = {0, 0, 0, 0};
+        mma_k32(prod, a, bq);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + blk] : 0.f;
+          acc[t][e] = add_term(acc[t][e], q8_0_term(ad, d[e / 2], prod[e]));
+        }
+      }
+    }
+  }
+};
+
 constexpr int kWarps = 8;  // per block
 
 // One block's products: 16 rows from r0 of W (rows past the matrix repeat its
@@ -269,8 +329,8 @@ constexpr int kWarps = 8;  // per block
 // TW groups of tiles times 8 / G along k, and a warp multiplies the
 // super-blocks of G classes: with G = 1 each warp holds one class, with G = 8
 // one warp holds all eight, in eight sums. Each pass loads the next
-// super-block's weights before multiplying the one it has. The sums of a
-// (row, token) do not depend on TW or J.
+// super-block's weights (or the next part of this one's) before multiplying
+// the ones it has. The sums of a (row, token) do not depend on TW or J.
 //
 // Returns true in the warps that hold a tile's result (warp j < J holds tile
 // j): `out` then holds the sums of tile `tile`. With await_inputs the first
@@ -297,7 +357,7 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[sl][t][e] = 0.f;
   typename F::Raw cur, next;
-  if (kw < blocks) F::fetch(row, kw, q, cur);
+  if (kw < blocks) F::fetch(row, kw, 0, q, cur);
   if (await_inputs) begin_kernel();
   Tokens x[TW];
 #pragma unroll
@@ -309,10 +369,13 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
     for (int sl = 0; sl < S; ++sl) {
       const int64_t sb = base + Wk * sl;
       if (sb < blocks) {
-        const bool more = sb + Wk < blocks;
-        if (more) F::fetch(row, sb + Wk, q, next);
-        F::template multiply<TW>(cur, ab, x, sb, q, acc[sl]);
-        if (more) cur = next;
+#pragma unroll
+        for (int part = 0; part < F::kParts; ++part) {
+          const bool last = part + 1 == F::kParts, more = !last || sb + Wk < blocks;
+          if (more) F::fetch(row, last ? sb + Wk : sb, last ? 0 : part + 1, q, next);
+          F::template multiply<TW>(cur, ab, x, sb, part, q, acc[sl]);
+          if (more) cur = next;
+        }
       }
     }
   }
@@ -414,6 +477,7 @@ void dispatch(GgmlType t, F&& f) {
   switch (t) {
     case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return;
+    case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
   }
 }
