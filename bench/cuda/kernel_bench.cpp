@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
           const double ms = bench::median_call_ms(30, 16, [&](int i) {
             DeviceMatrix m{type, copies[size_t(i) % n_copies].get<uint8_t>(), k, rows, stride, 0};
             if (int8) {
-              const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
+              const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, int8_style_of(type));
               gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr, &a);
             } else {
               gemv(m, tab, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);

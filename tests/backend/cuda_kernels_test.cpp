@@ -500,7 +500,7 @@ TEST_F(CudaKernels, Int8ActivationsAreTheCpuRoundingBitForBit) {
 TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(20261203);
   Tables tab;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
    ASSERT_TRUE(has_int8_product(type));
    // 3 super-blocks (Q4_K 12 pieces, Q6_K 24 per row: lanes idle), and a real FFN width.
    for (int64_t k : {768, 8192}) {
@@ -722,6 +722,8 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_EQ(int8_style_of(GgmlType::Q8_0), Int8Style::Q8_0);
   EXPECT_EQ(int8_style_of(GgmlType::Q4_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q6_K), Int8Style::K);
+  EXPECT_EQ(int8_style_of(GgmlType::Q5_K), Int8Style::K);
+  EXPECT_TRUE(has_int8_product(GgmlType::Q5_K));
   EXPECT_TRUE(has_int8_product(GgmlType::Q8_0));
   EXPECT_FALSE(has_int8_product(GgmlType::F16));
   const DeviceMatrix q80{GgmlType::Q8_0, nullptr, 2048, 64, 0, 0}, q80_short{GgmlType::Q8_0, nullptr, 96, 64, 0, 0},
@@ -757,7 +759,7 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
 TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -832,7 +834,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     }
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
       std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
       for (int e = 0; e < 2 * E; ++e) {
@@ -1165,44 +1167,44 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
   }
 }
 
-// Q4_K's scales and mins are re-encoded on the device (device_layout.h): every
-// bit pattern of the 12 packed bytes must decode as the CPU decodes the file.
-// Random bytes rather than a quantiser's output, so the high bits that
-// sub-blocks 4..7 keep in bytes 0..7 take every value.
-TEST_F(CudaKernels, Q4KDeviceLayoutKeepsEveryScaleAndMin) {
-  ASSERT_TRUE(has_device_layout(GgmlType::Q4_K));
+// Q4_K's and Q5_K's scales and mins are re-encoded on the device
+// (device_layout.h): every bit pattern of the 12 packed bytes must decode as
+// the CPU decodes the file. Random bytes rather than a quantiser's output, so
+// the high bits that sub-blocks 4..7 keep in bytes 0..7 take every value (and
+// every fifth bit of Q5_K's codes).
+TEST_F(CudaKernels, KQuantDeviceLayoutKeepsEveryScaleAndMin) {
   std::mt19937 rng(41);
   Tables tab;
   const int64_t rows = 96, k = 512;
-  HostMatrix m{GgmlType::Q4_K, rows, k, row_bytes(GgmlType::Q4_K, k), {}, {}};
-  m.bytes.resize(m.stride * size_t(rows));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
-  auto* blocks = reinterpret_cast<quant::BlockQ4_K*>(m.bytes.data());
-  for (size_t b = 0; b < m.bytes.size() / sizeof(quant::BlockQ4_K); ++b) {
-    blocks[b].d = 0x2400;     // 2^-6
-    blocks[b].dmin = 0x1C00;  // 2^-8
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+    ASSERT_TRUE(has_device_layout(type));
+    const size_t block = type_info(type).block_bytes;
+    HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
+    m.bytes.resize(m.stride * size_t(rows));
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
+    for (size_t b = 0; b < m.bytes.size() / block; ++b) {
+      const uint16_t d = 0x2400, dmin = 0x1C00;  // 2^-6, 2^-8: d and dmin lead both formats' blocks
+      std::memcpy(m.bytes.data() + b * block, &d, 2);
+      std::memcpy(m.bytes.data() + b * block + 2, &dmin, 2);
+    }
+    m.decoded.resize(size_t(rows * k));
+    for (int64_t r = 0; r < rows; ++r)
+      quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
+    std::vector<int32_t> ids(static_cast<size_t>(rows));
+    for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
+    DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y = download<float>(dy, size_t(rows * k));
+    // Powers of two times small integers: exact in float on both sides.
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], m.decoded[i]) << type_name(type) << " element " << i;
   }
-  m.decoded.resize(size_t(rows * k));
-  for (int64_t r = 0; r < rows; ++r)
-    quant::dequantize_row(GgmlType::Q4_K, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
-  DeviceBuffer w = upload_in_device_layout(GgmlType::Q4_K, m.bytes);
-  DeviceMatrix dm{GgmlType::Q4_K, w.get<uint8_t>(), k, rows, m.stride, 0};
-  std::vector<int32_t> ids(static_cast<size_t>(rows));
-  for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
-  DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
-  EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-  gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
-  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto y = download<float>(dy, size_t(rows * k));
-  // Powers of two times small integers: exact in float on both sides.
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], m.decoded[i]) << "element " << i;
 }
 
-// The GPU's greedy pick against the host's greedy_id() on rows built to catch
-// every rule: ties (the lowest id wins, wherever the threads split the row),
-// NaN and +inf anywhere, all -inf, a single finite logit, and values past n
-// that must not count.
 TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
   std::mt19937 rng(77);
   const int n = 151'936 - 5, ld = 151'936;

@@ -172,9 +172,9 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Every product of the Q4_K and Q8_0 mixes rounds its activations to 8 bits as
-// the CPU's does (Int8Style::K, Int8Style::Q8_0), in steps of any size: held
-// to the CPU's own drift.
+// Every product of the Q4_K, Q5_K and Q8_0 mixes rounds its activations to 8
+// bits as the CPU's does (Int8Style::K, Int8Style::Q8_0), in steps of any size:
+// held to the CPU's own drift.
 // The greedy continuations of these random-weight models are printed, not held
 // to 95%: their top logits are often within the drift above (the CPU's own
 // portable and SIMD products do not agree on them either; the trained model
@@ -187,6 +187,7 @@ struct RealWidthCase {
 };
 constexpr RealWidthCase kRealWidthCases[] = {
     {"dense-1b", "F32", false, 1e-4},    {"dense-1b", "Q4_K", true, 0},    {"dense-1b", "Q8_0", true, 0},
+    {"dense-1b", "Q5_K", true, 0},
     {"moe-30b-a3b", "F32", false, 1e-4}, {"moe-30b-a3b", "Q4_K", true, 0}, {"moe-30b-a3b", "Q8_0", true, 0},
 };
 

@@ -23,7 +23,7 @@ __device__ __forceinline__ uint32_t ld_u32(const uint8_t* p) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
   return uint32_t(h[0]) | (uint32_t(h[1]) << 16);
 }
-// Q4_K as the GPU keeps it (device_layout.h): the file's 12 packed scale
+// Q4_K (and Q5_K) as the GPU keeps it (device_layout.h): the file's 12 packed scale
 // bytes (words y, z and w of the block's first 16 bytes) are re-encoded at
 // load so that sub-block s's scale and min are bits [12s, 12s + 6) and
 // [12s + 6, 12s + 12) of those 96 bits. The low bits of the result are
@@ -172,9 +172,10 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, con
 #pragma unroll
       for (int l = 0; l < 32; ++l) y[l] = ds * float((words[l / 4] >> (8 * (l % 4) + shift)) & 0xF) - dm;
     } else if constexpr (T == GgmlType::Q5_K) {
+      // In the device layout, as Q4_K (176-byte blocks stay 16-byte aligned).
       const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(row)[c >> 3];
-      uint8_t sc, m;
-      k4_scale_min(ib, b.scales, sc, m);
+      int sc, m;
+      q4k_scale_min(*reinterpret_cast<const uint4*>(&b), int(ib), sc, m);
       const float ds = h2f(b.d) * float(sc), dm = h2f(b.dmin) * float(m);
       const uint8_t* q = b.qs + 32 * (ib / 2);
 #pragma unroll

@@ -1,5 +1,6 @@
 #include "backend/cuda/device_layout.h"
 
+#include <cstddef>
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
@@ -10,11 +11,11 @@ namespace ember::cuda {
 
 namespace {
 
-// One thread per block: sub-block s's scale | min << 6 into bits [12s, 12s + 12).
-__global__ void q4k_to_device_layout(uint8_t* data, size_t blocks) {
+// One thread per block of block_bytes: sub-block s's scale | min << 6 into bits [12s, 12s + 12).
+__global__ void k_scales_to_device_layout(uint8_t* data, size_t blocks, size_t block_bytes) {
   const size_t b = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= blocks) return;
-  uint8_t* scales = data + b * sizeof(quant::BlockQ4_K) + 4;
+  uint8_t* scales = data + b * block_bytes + 4;
   uint8_t q[12];
   for (int i = 0; i < 12; ++i) q[i] = scales[i];
   uint32_t word[3] = {0, 0, 0};
@@ -31,16 +32,19 @@ __global__ void q4k_to_device_layout(uint8_t* data, size_t blocks) {
 
 }  // namespace
 
-bool has_device_layout(GgmlType t) { return t == GgmlType::Q4_K; }
+// Q4_K and Q5_K share their first 16 bytes: d, dmin and the 12 packed bytes.
+static_assert(offsetof(quant::BlockQ4_K, scales) == 4 && offsetof(quant::BlockQ5_K, scales) == 4);
+
+bool has_device_layout(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
 
 void to_device_layout(GgmlType t, uint8_t* data, size_t bytes, cudaStream_t s) {
   if (!has_device_layout(t) || bytes == 0) return;
-  constexpr size_t kBlock = sizeof(quant::BlockQ4_K);
-  if (bytes % kBlock != 0)
-    throw Error("CUDA backend: " + std::to_string(bytes) + " bytes are not whole Q4_K blocks");
-  const size_t blocks = bytes / kBlock;
+  const size_t block = t == GgmlType::Q4_K ? sizeof(quant::BlockQ4_K) : sizeof(quant::BlockQ5_K);
+  if (bytes % block != 0)
+    throw Error("CUDA backend: " + std::to_string(bytes) + " bytes are not whole " + type_name(t) + " blocks");
+  const size_t blocks = bytes / block;
   constexpr unsigned kThreads = 256;
-  q4k_to_device_layout<<<unsigned((blocks + kThreads - 1) / kThreads), kThreads, 0, s>>>(data, blocks);
+  k_scales_to_device_layout<<<unsigned((blocks + kThreads - 1) / kThreads), kThreads, 0, s>>>(data, blocks, block);
   EMBER_CUDA_CHECK(cudaGetLastError());
 }
 

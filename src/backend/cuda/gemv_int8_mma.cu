@@ -121,23 +121,39 @@ constexpr bool q4k_loads_follow_pairs() {
   return true;
 }
 static_assert(q4k_loads_follow_pairs());
-template <>
-struct MmaFormat<GgmlType::Q4_K> {
+// Q5_K is Q4_K with a fifth bit per code: qh[l] holds bit s for element l of
+// sub-block s, so lane q's elements 8q..8q + 7 of every sub-block have their
+// fifth bits in qh[8q, 8q + 8), one more 8-byte load per row. Its 16-byte
+// header is Q4_K's (scales in the device layout); its codes start 32 bytes later.
+template <GgmlType T>
+struct MmaK4 {
+  static_assert(T == GgmlType::Q4_K || T == GgmlType::Q5_K);
+  static constexpr bool kFifthBit = T == GgmlType::Q5_K;
+  static constexpr size_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  static constexpr int kCodesAt = kFifthBit ? 48 : 16;
   static constexpr bool kPairs = true;
   static constexpr int kTilesPerWarp = 2;  // tiles each decoded fragment meets, at most (measured: 2 beats 1 and 4)
   static constexpr int kParts = 1;         // loads of a super-block's weights (see Q8_0)
   struct Raw {
     uint4 hdr[2];  // d, dmin, scales of rows g and g + 8
     uint2 q[2][4];
+    uint2 qh[2];   // Q5_K: the fifth bits of the lane's elements
   };
   __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockQ4_K);
+      const uint8_t* blk = row[h] + size_t(sb) * kBlockBytes;
       r.hdr[h] = *reinterpret_cast<const uint4*>(blk);
+      if constexpr (kFifthBit) r.qh[h] = *reinterpret_cast<const uint2*>(blk + 16 + 8 * q);
 #pragma unroll
-      for (int c = 0; c < 4; ++c) r.q[h][c] = *reinterpret_cast<const uint2*>(blk + 16 + 32 * c + 8 * q);
+      for (int c = 0; c < 4; ++c) r.q[h][c] = *reinterpret_cast<const uint2*>(blk + kCodesAt + 32 * c + 8 * q);
     }
+  }
+  // The lane's four codes of sub-block s (nibbles at shift) of row h, word w (0: elements 8q..8q + 3, 1: the next four).
+  __device__ __forceinline__ static uint32_t codes(const Raw& r, int h, int c, int w, int s, int shift) {
+    const uint32_t v = ((w ? r.q[h][c].y : r.q[h][c].x) >> shift) & 0x0F0F0F0Fu;
+    if constexpr (!kFifthBit) return v;
+    return v | ((((w ? r.qh[h].y : r.qh[h].x) >> s) & 0x01010101u) << 4);
   }
   // The weights' fragments are decoded once and meet each of the TW tiles.
   template <int TW>
@@ -158,8 +174,8 @@ struct MmaFormat<GgmlType::Q4_K> {
 #pragma unroll
       for (int hi = 0; hi < 2; ++hi) {
         const int s = 2 * c + hi, shift = 4 * hi;
-        const uint32_t a[4] = {(r.q[0][c].x >> shift) & 0x0F0F0F0Fu, (r.q[1][c].x >> shift) & 0x0F0F0F0Fu,
-                               (r.q[0][c].y >> shift) & 0x0F0F0F0Fu, (r.q[1][c].y >> shift) & 0x0F0F0F0Fu};
+        const uint32_t a[4] = {codes(r, 0, c, 0, s, shift), codes(r, 1, c, 0, s, shift), codes(r, 0, c, 1, s, shift),
+                               codes(r, 1, c, 1, s, shift)};
         int sc[2], m[2];
         q4k_scale_min(r.hdr[0], s, sc[0], m[0]);
         q4k_scale_min(r.hdr[1], s, sc[1], m[1]);
@@ -187,6 +203,11 @@ struct MmaFormat<GgmlType::Q4_K> {
       }
   }
 };
+
+template <>
+struct MmaFormat<GgmlType::Q4_K> : MmaK4<GgmlType::Q4_K> {};
+template <>
+struct MmaFormat<GgmlType::Q5_K> : MmaK4<GgmlType::Q5_K> {};
 
 // Q6_K: element 128h + 32i + l of a block is the low nibble (i < 2) or high
 // nibble (i >= 2) of ql[64h + 32(i % 2) + l] with bits 2i, 2i + 1 of qh[32h + l]
@@ -476,6 +497,7 @@ template <class F>
 void dispatch(GgmlType t, F&& f) {
   switch (t) {
     case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return;
+    case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); return;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return;
     case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));

@@ -4,7 +4,7 @@
 // warp's sums of a few rows, in the order both keep.
 //
 // A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
-// time (Q4_K: 64 elements, two sub-blocks; Q6_K: 8 elements of
+// time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K: 8 elements of
 // each of four sub-blocks). A piece's weights are decoded once and multiplied
 // with every token of the pass.
 #pragma once
@@ -86,6 +86,49 @@ struct Int8Format<GgmlType::Q4_K> {
     const int4 g = *reinterpret_cast<const int4*>(x.sums + sb * 16 + 4 * pp);
     const int mins = w.m0 * (g.x + g.y) + w.m1 * (g.z + g.w);
     return x.d[sb] * (w.d * float(w.sc0 * s0 + w.sc1 * s1) - w.dmin * float(mins));
+  }
+};
+
+// Q5_K (176-byte blocks, 16-byte aligned; scales in the device layout, as
+// Q4_K's): piece pp (0..3) is qs[32pp, 32pp + 32) as Q4_K's, each code's fifth
+// bit from qh: bit 2pp (low nibbles) or 2pp + 1 (high) of qh[l] for element l
+// of the sub-block. Codes 0..31 and the same arithmetic as Q4_K's.
+template <>
+struct Int8Format<GgmlType::Q5_K> {
+  static constexpr int kPieces = 4;
+  struct Raw {
+    uint4 hdr, q0, q1, h0, h1;
+  };
+  using Piece = Int8Format<GgmlType::Q4_K>::Piece;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ5_K);
+    r.hdr = *reinterpret_cast<const uint4*>(blk);
+    const uint4* hv = reinterpret_cast<const uint4*>(blk + 16);
+    r.h0 = hv[0];
+    r.h1 = hv[1];
+    const uint4* qv = reinterpret_cast<const uint4*>(blk + 48 + 32 * pp);
+    r.q0 = qv[0];
+    r.q1 = qv[1];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int pp, Piece& w) {
+    const uint4 hdr = r.hdr, q0 = r.q0, q1 = r.q1, h0 = r.h0, h1 = r.h1;
+    const uint32_t words[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const uint32_t high[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      w.lo[i] = (words[i] & 0x0F0F0F0Fu) | (((high[i] >> (2 * pp)) & 0x01010101u) << 4);
+      w.hi[i] = ((words[i] >> 4) & 0x0F0F0F0Fu) | (((high[i] >> (2 * pp + 1)) & 0x01010101u) << 4);
+    }
+    const uint32_t v = q4k_scale_bits(hdr, 2 * pp);
+    w.sc0 = int(v & 63);
+    w.m0 = int((v >> 6) & 63);
+    w.sc1 = int((v >> 12) & 63);
+    w.m1 = int((v >> 18) & 63);
+    w.d = h2f(uint16_t(hdr.x));
+    w.dmin = h2f(uint16_t(hdr.x >> 16));
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    return Int8Format<GgmlType::Q4_K>::dot(w, x, sb, pp);
   }
 };
 
@@ -232,6 +275,7 @@ template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
   switch (t) {
     case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return true;
+    case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); return true;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return true;
     default: return false;
   }
