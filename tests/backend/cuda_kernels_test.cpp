@@ -544,6 +544,13 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
       if (all.empty()) all = y;
       EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << type_name(type) << " n=" << n;
     }
+    {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
+      const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr);
+      const Int8Out out{&dm, dy.get<float>(), rows};
+      gemv_int8_mma_fused({&out, 1}, a, nullptr);
+      const auto y = download<float>(dy, size_t(6 * rows));
+      EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << type_name(type) << " tokens 64..69";
+    }
    }
   }
 }
@@ -689,6 +696,13 @@ TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
       if (all.empty()) all = y;
       EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << "Q8_0 k=" << k << " n=" << n;
     }
+    {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
+      const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr, Int8Style::Q8_0);
+      const Int8Out out{&dm, dy.get<float>(), rows};
+      gemv_int8_mma_fused({&out, 1}, a, nullptr);
+      const auto y = download<float>(dy, size_t(6 * rows));
+      EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << "Q8_0 k=" << k << " tokens 64..69";
+    }
   }
   // Expert items, each its chosen expert and its token's row (two tokens, two experts each).
   const int64_t k = 512, rows = 21, E = 4, n_tok = 2, K = 2;
@@ -751,6 +765,9 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_TRUE(refused([&] { gemv_int8_fused({&to_q80, 1}, k_style, nullptr); }));
   EXPECT_TRUE(refused([&] { gemv_int8_fused({&to_q4k, 1}, q80_style, nullptr); }));
   EXPECT_TRUE(refused([&] { gemv_int8_experts(q80, nullptr, k_style, 1, 1, y, 64, nullptr); }));
+  EXPECT_TRUE(refused([&] { gemv_int8_mma_fused({&to_q80, 1}, k_style, nullptr); }));
+  EXPECT_TRUE(refused([&] { gemv_int8_mma_experts({&to_q4k, 1}, nullptr, nullptr, nullptr, 1, q80_style, 1, nullptr); }));
+  EXPECT_TRUE(refused([&] { gemv_int8_experts_grouped(q80, nullptr, nullptr, 1, k_style, 1, y, 64, nullptr); }));
 }
 
 // q/k/v and gate/up in one launch: every output is the bits of its own

@@ -8,7 +8,7 @@
 // compute in float32). Where the GPU keeps activations in float and the CPU
 // rounds them to 8 bits (the tiny preset, Q8_0), the two differ by that
 // rounding: the bound there is a stated constant. Where both round them the
-// same way (Q4_K/Q6_K at real widths), they still drift apart: a last-bit
+// same way (Q4_K, Q5_K, Q6_K and Q8_0 at real widths), they still drift apart: a last-bit
 // difference in a sum can move one activation across a rounding boundary, a
 // whole step of 1/127 of its block's largest value. The CPU drifts as far from
 // itself when its portable products replace its SIMD ones, so that drift,
@@ -173,8 +173,9 @@ Preset shortened(const std::string& name, int layers) {
 }
 
 // Every product of the Q4_K, Q5_K and Q8_0 mixes rounds its activations to 8
-// bits as the CPU's does (Int8Style::K, Int8Style::Q8_0), in steps of any size:
-// held to the CPU's own drift.
+// bits as the CPU's does (Int8Style::K, Int8Style::Q8_0) in steps of one and of
+// 16 tokens (those of 65 and more, prefill, take the bfloat16 tensor-core
+// products): held to the CPU's own drift.
 // The greedy continuations of these random-weight models are printed, not held
 // to 95%: their top logits are often within the drift above (the CPU's own
 // portable and SIMD products do not agree on them either; the trained model

@@ -110,16 +110,6 @@ bool int8_product_serves(const DeviceMatrix& W) {
   return W.k % kInt8Block == 0 && has_int8_product(W.type);
 }
 
-namespace {
-
-// The activations a launch of format `type` reads must be in its style.
-void check_style(GgmlType type, const Int8Acts& a) {
-  if (a.style != int8_style_of(type))
-    throw Error(std::string("CUDA backend: int8 activations of another rounding for format ") + type_name(type));
-}
-
-}  // namespace
-
 bool int8_on_tensor_cores(int64_t n) {
   static const bool invariant = [] {
     const char* v = std::getenv("EMBER_CUDA_BATCH_INVARIANT");
@@ -140,7 +130,6 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
-  check_style(type, a);
   if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
   using S = DefaultShape;
   auto with_format = [&]<GgmlType T>() {
@@ -155,11 +144,10 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
                        cudaStream_t s, bool ids_early) {
   if (n_items <= 0) return;
   const DeviceMatrix& W = *outs[0].W;
-  check_style(W.type, a);
   // Each item multiplies alone.
   if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = ExpertShape;
-  const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);
+  const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);  // checks the activations
   auto with_format = [&]<GgmlType T>() {
     by_grid_rows(n_items, [&](int64_t first, unsigned count) {
       launch(gemv_int8_experts_kernel<T, S>, dim3(m.blocks0 * unsigned(outs.size()), count), S::kWarps * 32, 0, s, m,

@@ -7,13 +7,13 @@
 // instructions, not by the bytes they read (bench/RESULTS.md).
 //
 // A block takes 16 rows and J tiles of 8 tokens; a warp multiplies each
-// weight fragment it decodes with TW of the tiles (two for Q4_K and Q8_0, up to four for
-// Q6_K: the weights' loads and decoding shared by 16 or 32 tokens), so its 8
-// warps are J / TW groups of tiles times 8 TW / J along the row
-// (block_product). Every output is summed in one
-// order whatever J and the token's place: per super-block of 256 elements the
-// exact integers, then one float term (rounding spelled out, so that no
-// fused multiply-add differs between instantiations); super-block sb belongs
+// weight fragment it decodes with TW of the tiles (two for Q4_K, Q5_K and
+// Q8_0, up to four for Q6_K: the weights' loads and decoding shared by 16 or
+// 32 tokens), so its 8 warps are J / TW groups of tiles times 8 TW / J along
+// the row (block_product). Every output is summed in one order whatever J and
+// the token's place: per super-block of 256 elements the exact integers, then
+// one float term (Q8_0: one per block of 32, in block order; rounding spelled
+// out, so that no fused multiply-add differs between instantiations); super-block sb belongs
 // to class sb % 8, each class adds its terms in order, and the eight class
 // sums are added in class order. A token's result is therefore the same bits
 // in any batch.
@@ -84,7 +84,8 @@ __device__ __forceinline__ ActBase act_base(const Int8Acts& a) {
   return {Pairs ? a.pairs : a.q, a.d};
 }
 
-template <class ActRow>
+// Style: the activations' rounding (a constant, so that the scales' stride is a shift).
+template <Int8Style Style, class ActRow>
 __device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, ActRow act_row) {
   Tokens t;
   const int64_t tb = act_row(g);
@@ -92,7 +93,7 @@ __device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, A
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
     const int64_t tc = act_row(2 * q + e);
-    t.d[e] = tc >= 0 ? int(tc * (a.k / scale_elems(a.style))) : -1;
+    t.d[e] = tc >= 0 ? int(tc * (a.k / scale_elems(Style))) : -1;
   }
   return t;
 }
@@ -131,6 +132,7 @@ struct MmaK4 {
   static constexpr bool kFifthBit = T == GgmlType::Q5_K;
   static constexpr size_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   static constexpr int kCodesAt = kFifthBit ? 48 : 16;
+  static constexpr Int8Style kStyle = Int8Style::K;
   static constexpr bool kPairs = true;
   static constexpr int kTilesPerWarp = 2;  // tiles each decoded fragment meets, at most (measured: 2 beats 1 and 4)
   static constexpr int kParts = 1;         // loads of a super-block's weights (see Q8_0)
@@ -216,6 +218,7 @@ struct MmaFormat<GgmlType::Q5_K> : MmaK4<GgmlType::Q5_K> {};
 // half h and lh that hold its elements of all four i.
 template <>
 struct MmaFormat<GgmlType::Q6_K> {
+  static constexpr Int8Style kStyle = Int8Style::K;
   static constexpr bool kPairs = false;
   static constexpr int kTilesPerWarp = 4;  // measured: 4 beats 2 from 32 tokens (its fragments cost more to decode)
   static constexpr int kParts = 1;
@@ -295,8 +298,9 @@ struct MmaFormat<GgmlType::Q6_K> {
 // of both rows, held twice over while the next ones load, spilled.
 template <>
 struct MmaFormat<GgmlType::Q8_0> {
+  static constexpr Int8Style kStyle = Int8Style::Q8_0;
   static constexpr bool kPairs = false;
-  static constexpr int kTilesPerWarp = 2;
+  static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
   static constexpr int kParts = 2;
   struct Raw {
     uint32_t q[2][4][2];  // [row g, g + 8][block of the part][word]
@@ -383,19 +387,26 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
   Tokens x[TW];
 #pragma unroll
   for (int t = 0; t < TW; ++t)
-    x[t] = tile_tokens(a, g, q, [&](int i) { return act_row(8 * (TW * jg + t) + i); });
+    x[t] = tile_tokens<F::kStyle>(a, g, q, [&](int i) { return act_row(8 * (TW * jg + t) + i); });
   const ActBase ab = act_base<F::kPairs>(a);
   for (int64_t base = kw; base < blocks; base += kClasses) {
 #pragma unroll
     for (int sl = 0; sl < S; ++sl) {
       const int64_t sb = base + Wk * sl;
       if (sb < blocks) {
-#pragma unroll
-        for (int part = 0; part < F::kParts; ++part) {
-          const bool last = part + 1 == F::kParts, more = !last || sb + Wk < blocks;
-          if (more) F::fetch(row, last ? sb + Wk : sb, last ? 0 : part + 1, q, next);
-          F::template multiply<TW>(cur, ab, x, sb, part, q, acc[sl]);
+        if constexpr (F::kParts == 1) {
+          const bool more = sb + Wk < blocks;
+          if (more) F::fetch(row, sb + Wk, 0, q, next);
+          F::template multiply<TW>(cur, ab, x, sb, 0, q, acc[sl]);
           if (more) cur = next;
+        } else {
+#pragma unroll
+          for (int part = 0; part < F::kParts; ++part) {
+            const bool last = part + 1 == F::kParts, more = !last || sb + Wk < blocks;
+            if (more) F::fetch(row, last ? sb + Wk : sb, last ? 0 : part + 1, q, next);
+            F::template multiply<TW>(cur, ab, x, sb, part, q, acc[sl]);
+            if (more) cur = next;
+          }
         }
       }
     }
@@ -510,6 +521,10 @@ void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaS
   if (a.n <= 0 || outs.empty()) return;
   check_offsets(a);
   const GgmlType type = outs[0].W->type;
+  for (const Int8Out& o : outs) {
+    check_int8_acts(*o.W, a);
+    if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
+  }
   unsigned blocks = 0;
   const Fused f = make_fused(outs, kTileRows, blocks);
   auto go = [&]<GgmlType T, int J, int TW>() {

@@ -269,8 +269,8 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
 
 // Calls f.template operator()<T>() for a format whose integer product meets
 // activations in the K style (Q8_K, int8_acts.h); false for the others. The
-// kernels that round their own input (that style) or take the tensor cores
-// serve these.
+// kernels that round their own input in that style (the one-token MoE down
+// kernel) serve these.
 template <class F>
 bool dispatch_int8(GgmlType t, F&& f) {
   switch (t) {
@@ -281,8 +281,8 @@ bool dispatch_int8(GgmlType t, F&& f) {
   }
 }
 
-// The same for every format with an integer product on the CUDA cores (one
-// token, or the items of ungrouped expert products): those above and Q8_0.
+// The same for every format with an integer product (gemv_int8.cu, and on the
+// tensor cores gemv_int8_mma.cu): those above and Q8_0.
 template <class F>
 bool dispatch_int8_any(GgmlType t, F&& f) {
   if (t == GgmlType::Q8_0) {

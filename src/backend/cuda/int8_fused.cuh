@@ -45,10 +45,13 @@ __device__ __forceinline__ FusedPart fused_part(const Fused& f, unsigned bx) {
           m == 0 ? 0u : m == 1 ? f.end[0] : f.end[1]};
 }
 
-// Int8 activations must have as many elements as the rows they meet.
+// Int8 activations must have as many elements as the rows they meet, rounded
+// in the style of their format (int8_style_of).
 inline void check_int8_acts(const DeviceMatrix& W, const Int8Acts& a) {
   if (a.k != W.k)
     throw Error("CUDA backend: int8 activations of " + std::to_string(a.k) + " elements for rows of " + std::to_string(W.k));
+  if (a.style != int8_style_of(W.type))
+    throw Error(std::string("CUDA backend: int8 activations of another rounding for format ") + type_name(W.type));
 }
 
 // The launch description of outs, rows_per_block rows of each matrix per block.
