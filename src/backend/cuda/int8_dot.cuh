@@ -63,7 +63,10 @@ struct Int8Format<GgmlType::Q4_K> {
       w.lo[i] = words[i] & 0x0F0F0F0Fu;
       w.hi[i] = (words[i] >> 4) & 0x0F0F0F0Fu;
     }
-    // Sub-blocks 2pp and 2pp + 1: their scales and mins are 24 consecutive bits.
+    scales(hdr, pp, w);
+  }
+  // Sub-blocks 2pp and 2pp + 1: their scales and mins are 24 consecutive bits (Q5_K's too).
+  __device__ __forceinline__ static void scales(const uint4& hdr, int pp, Piece& w) {
     const uint32_t v = q4k_scale_bits(hdr, 2 * pp);
     w.sc0 = int(v & 63);
     w.m0 = int((v >> 6) & 63);
@@ -119,13 +122,7 @@ struct Int8Format<GgmlType::Q5_K> {
       w.lo[i] = (words[i] & 0x0F0F0F0Fu) | (((high[i] >> (2 * pp)) & 0x01010101u) << 4);
       w.hi[i] = ((words[i] >> 4) & 0x0F0F0F0Fu) | (((high[i] >> (2 * pp + 1)) & 0x01010101u) << 4);
     }
-    const uint32_t v = q4k_scale_bits(hdr, 2 * pp);
-    w.sc0 = int(v & 63);
-    w.m0 = int((v >> 6) & 63);
-    w.sc1 = int((v >> 12) & 63);
-    w.m1 = int((v >> 18) & 63);
-    w.d = h2f(uint16_t(hdr.x));
-    w.dmin = h2f(uint16_t(hdr.x >> 16));
+    Int8Format<GgmlType::Q4_K>::scales(hdr, pp, w);
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
     return Int8Format<GgmlType::Q4_K>::dot(w, x, sb, pp);
