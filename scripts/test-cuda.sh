@@ -10,6 +10,8 @@
 #   EMBER_CUDA_BENCH="dense-1b:Q4_K dense-1b:Q8_0"   presets to benchmark (generated, run, deleted)
 #   EMBER_CUDA_SKIP="tests sanitizer bench"          stages to leave out
 #   EMBER_CUDA_AB=1                                  also benchmark each preset with float products only
+#   EMBER_PEER_GGUF_DIR=DIR, EMBER_PEER_GGUF_FILTER=F  where another engine's files are (../shared/testdata/
+#                                                    peer-gguf-qwen3 by default), and which of their tests run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/test-cuda.sh OUTDIR}
@@ -58,6 +60,13 @@ if [[ $skip != *" tests "* ]]; then
   # Drafted answers equal plain ones bit for bit only where steps of every size sum alike.
   step speculation_on_cuda env EMBER_TEST_BACKEND=cuda EMBER_CUDA_BATCH_INVARIANT=1 "$bin/engine_speculation_test"
   step hf_fixtures_on_cuda env EMBER_TEST_BACKEND=cuda "$bin/model_hf_fixtures_test"
+  # Another engine's files and logits (../shared/testdata/peer-gguf-qwen3, or EMBER_PEER_GGUF_DIR).
+  peer=${EMBER_PEER_GGUF_DIR:-$PWD/../shared/testdata/peer-gguf-qwen3}
+  if [ -f "$peer/meta.json" ]; then
+    step peer_gguf_on_cuda env EMBER_TEST_BACKEND=cuda EMBER_PEER_GGUF_DIR="$peer" "$bin/model_peer_gguf_test" ${EMBER_PEER_GGUF_FILTER:+--gtest_filter=$EMBER_PEER_GGUF_FILTER}
+  else
+    echo "peer_gguf_on_cuda            skipped: no $peer" | tee -a "$summary"
+  fi
   grep -h "max relative\|greedy tokens" "$out/models.log" >"$out/models-errors.txt" || true
 fi
 

@@ -638,95 +638,97 @@ TEST_F(CudaKernels, Q8_0ActivationsAreTheCpuRounding) {
   check(gated, download<float>(dh, size_t(n * k)), "with the gated activation");
 }
 
-// The Q8_0 integer product (alone, fused, with add, and per expert item)
-// against the float64 product of the decoded weights and the reference
+// The integer products of the formats that meet Q8_0-style activations (Q8_0,
+// Q4_0): alone, fused, with add, and per expert item, against the float64 product of the decoded weights and the reference
 // rounding, at one token (the CUDA cores; the tensor cores with
 // EMBER_CUDA_BATCH_INVARIANT=1) and at several (the tensor cores: one to
 // eight tiles of 8 tokens, partial tiles); then a token's bits do not depend
 // on the batch on the tensor cores.
-TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
+TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(80);
   Tables tab;
-  const GgmlType type = GgmlType::Q8_0;
-  for (int64_t k : {768, 4096}) {
-    const int64_t rows = 37, ldy = rows + 3, max_n = 70;
-    const HostMatrix m = random_matrix(type, rows, k, rng), m2 = random_matrix(type, 19, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes), w2 = upload_in_device_layout(type, m2.bytes);
-    const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0}, dm2{type, w2.get<uint8_t>(), k, 19, m2.stride, 0};
-    ASSERT_TRUE(int8_product_serves(dm));
-    const std::vector<float> x = random_floats(max_n * k, rng);
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const std::string name = type_name(type);
+    for (int64_t k : {768, 4096}) {
+      const int64_t rows = 37, ldy = rows + 3, max_n = 70;
+      const HostMatrix m = random_matrix(type, rows, k, rng), m2 = random_matrix(type, 19, k, rng);
+      DeviceBuffer w = upload_in_device_layout(type, m.bytes), w2 = upload_in_device_layout(type, m2.bytes);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0}, dm2{type, w2.get<uint8_t>(), k, 19, m2.stride, 0};
+      ASSERT_TRUE(int8_product_serves(dm));
+      const std::vector<float> x = random_floats(max_n * k, rng);
+      const HostQ80Acts hx = host_q8_0_acts(x);
+      DeviceBuffer dx = upload(x), dq(int8_acts_bytes(max_n, k)), dy(size_t(max_n * ldy) * 4), dy2(size_t(max_n * ldy) * 4);
+      for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
+        const std::string what = name + " k=" + std::to_string(k) + " n=" + std::to_string(n);
+        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
+        EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+        gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr, &a);  // takes the integer path
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto alone = download<float>(dy, size_t(n * ldy));
+        expect_products(m, alone, ldy, hx.values.data(), n, what);
+        // Fused with a second matrix: each output the bits of its own launch.
+        EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+        EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
+        const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
+        gemv_int8_fused(outs, a, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(n * ldy)).data(), alone.size() * 4)) << what << " fused";
+        expect_products(m2, download<float>(dy2, size_t(n * ldy)), ldy, hx.values.data(), n, what + " fused, second matrix");
+        // With add: the product lands on what was there.
+        const std::vector<float> base = random_floats(n * ldy, rng);
+        DeviceBuffer dbase = upload(base);
+        gemv(dm, tab.t, dx.get<float>(), k, n, dbase.get<float>(), ldy, nullptr, &a, /*add=*/true);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto added = download<float>(dbase, size_t(n * ldy));
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            const size_t i = size_t(t * ldy + r);
+            ASSERT_EQ(added[i], base[i] + alone[i]) << what << " add, token " << t << " row " << r;
+          }
+      }
+      // A token's bits do not depend on the batch (the tensor-core products).
+      std::vector<float> all;
+      for (int64_t n : {max_n, int64_t(1), int64_t(2), int64_t(5), int64_t(16), int64_t(19), int64_t(40), int64_t(64)}) {
+        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
+        const Int8Out out{&dm, dy.get<float>(), rows};
+        EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+        gemv_int8_mma_fused({&out, 1}, a, nullptr);
+        const auto y = download<float>(dy, size_t(n * rows));
+        if (all.empty()) all = y;
+        EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << name << " k=" << k << " n=" << n;
+      }
+      {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
+        const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr, Int8Style::Q8_0);
+        const Int8Out out{&dm, dy.get<float>(), rows};
+        gemv_int8_mma_fused({&out, 1}, a, nullptr);
+        const auto y = download<float>(dy, size_t(6 * rows));
+        EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << name << " k=" << k << " tokens 64..69";
+      }
+    }
+    // Expert items, each its chosen expert and its token's row (two tokens, two experts each).
+    const int64_t k = 512, rows = 21, E = 4, n_tok = 2, K = 2;
+    std::vector<uint8_t> all;
+    std::vector<HostMatrix> experts;
+    for (int64_t e = 0; e < E; ++e) {
+      experts.push_back(random_matrix(type, rows, k, rng));
+      all.insert(all.end(), experts.back().bytes.begin(), experts.back().bytes.end());
+    }
+    const size_t expert_stride = experts[0].bytes.size();
+    DeviceBuffer w = upload_in_device_layout(type, all);
+    const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, expert_stride};
+    const std::vector<int32_t> ids = {3, 1, 0, 3};
+    const std::vector<float> x = random_floats(n_tok * k, rng);
     const HostQ80Acts hx = host_q8_0_acts(x);
-    DeviceBuffer dx = upload(x), dq(int8_acts_bytes(max_n, k)), dy(size_t(max_n * ldy) * 4), dy2(size_t(max_n * ldy) * 4);
-    for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
-      const std::string what = "Q8_0 k=" + std::to_string(k) + " n=" + std::to_string(n);
-      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
-      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-      gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr, &a);  // takes the integer path
-      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto alone = download<float>(dy, size_t(n * ldy));
-      expect_products(m, alone, ldy, hx.values.data(), n, what);
-      // Fused with a second matrix: each output the bits of its own launch.
-      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-      EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
-      const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
-      gemv_int8_fused(outs, a, nullptr);
-      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-      EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(n * ldy)).data(), alone.size() * 4)) << what << " fused";
-      expect_products(m2, download<float>(dy2, size_t(n * ldy)), ldy, hx.values.data(), n, what + " fused, second matrix");
-      // With add: the product lands on what was there.
-      const std::vector<float> base = random_floats(n * ldy, rng);
-      DeviceBuffer dbase = upload(base);
-      gemv(dm, tab.t, dx.get<float>(), k, n, dbase.get<float>(), ldy, nullptr, &a, /*add=*/true);
-      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto added = download<float>(dbase, size_t(n * ldy));
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t r = 0; r < rows; ++r) {
-          const size_t i = size_t(t * ldy + r);
-          ASSERT_EQ(added[i], base[i] + alone[i]) << what << " add, token " << t << " row " << r;
-        }
-    }
-    // A token's bits do not depend on the batch (the tensor-core products).
-    std::vector<float> all;
-    for (int64_t n : {max_n, int64_t(1), int64_t(2), int64_t(5), int64_t(16), int64_t(19), int64_t(40), int64_t(64)}) {
-      const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
-      const Int8Out out{&dm, dy.get<float>(), rows};
-      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-      gemv_int8_mma_fused({&out, 1}, a, nullptr);
-      const auto y = download<float>(dy, size_t(n * rows));
-      if (all.empty()) all = y;
-      EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << "Q8_0 k=" << k << " n=" << n;
-    }
-    {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
-      const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr, Int8Style::Q8_0);
-      const Int8Out out{&dm, dy.get<float>(), rows};
-      gemv_int8_mma_fused({&out, 1}, a, nullptr);
-      const auto y = download<float>(dy, size_t(6 * rows));
-      EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << "Q8_0 k=" << k << " tokens 64..69";
-    }
+    DeviceBuffer dx = upload(x), dids = upload(ids), dq(int8_acts_bytes(n_tok, k)), dy(size_t(n_tok * K * rows) * 4);
+    const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr, Int8Style::Q8_0);
+    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+    gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_tok * K, dy.get<float>(), rows, nullptr, &a);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto y = download<float>(dy, size_t(n_tok * K * rows));
+    for (int64_t i = 0; i < n_tok * K; ++i)
+      expect_products(experts[size_t(ids[size_t(i)])], std::vector<float>(y.begin() + i * rows, y.begin() + (i + 1) * rows), rows,
+                      hx.values.data() + (i / K) * k, 1, name + " expert item " + std::to_string(i));
   }
-  // Expert items, each its chosen expert and its token's row (two tokens, two experts each).
-  const int64_t k = 512, rows = 21, E = 4, n_tok = 2, K = 2;
-  std::vector<uint8_t> all;
-  std::vector<HostMatrix> experts;
-  for (int64_t e = 0; e < E; ++e) {
-    experts.push_back(random_matrix(type, rows, k, rng));
-    all.insert(all.end(), experts.back().bytes.begin(), experts.back().bytes.end());
-  }
-  const size_t expert_stride = experts[0].bytes.size();
-  DeviceBuffer w = upload_in_device_layout(type, all);
-  const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, expert_stride};
-  const std::vector<int32_t> ids = {3, 1, 0, 3};
-  const std::vector<float> x = random_floats(n_tok * k, rng);
-  const HostQ80Acts hx = host_q8_0_acts(x);
-  DeviceBuffer dx = upload(x), dids = upload(ids), dq(int8_acts_bytes(n_tok, k)), dy(size_t(n_tok * K * rows) * 4);
-  const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_tok, k, dq.get(), nullptr, Int8Style::Q8_0);
-  EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-  gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_tok * K, dy.get<float>(), rows, nullptr, &a);
-  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-  const auto y = download<float>(dy, size_t(n_tok * K * rows));
-  for (int64_t i = 0; i < n_tok * K; ++i)
-    expect_products(experts[size_t(ids[size_t(i)])], std::vector<float>(y.begin() + i * rows, y.begin() + (i + 1) * rows), rows,
-                    hx.values.data() + (i / K) * k, 1, "Q8_0 expert item " + std::to_string(i));
 }
 
 // Which integer product takes which activations (host only): the style of each
@@ -734,6 +736,8 @@ TEST_F(CudaKernels, Q8_0Int8ProductsMatchTheCpuRounding) {
 // another style refuse.
 TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_EQ(int8_style_of(GgmlType::Q8_0), Int8Style::Q8_0);
+  EXPECT_EQ(int8_style_of(GgmlType::Q4_0), Int8Style::Q8_0);
+  EXPECT_TRUE(has_int8_product(GgmlType::Q4_0));
   EXPECT_EQ(int8_style_of(GgmlType::Q4_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q6_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q5_K), Int8Style::K);
@@ -776,7 +780,7 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
 TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -851,7 +855,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     }
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
       std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
       for (int e = 0; e < 2 * E; ++e) {

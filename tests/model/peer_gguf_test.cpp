@@ -1,10 +1,13 @@
 // ember reads GGUF files written by another engine's quantiser and matches that
-// engine's logits (../shared/testdata/peer-gguf-qwen3: files, logits and tolerances).
+// engine's logits (../shared/testdata/peer-gguf-qwen3: files, logits and
+// tolerances; EMBER_PEER_GGUF_DIR names another copy), on the backend
+// EMBER_TEST_BACKEND names (model_test_util.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,7 +20,10 @@ using namespace ember;
 
 namespace {
 
-const fs::path kDir = fs::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3";
+const fs::path kDir = [] {
+  const char* dir = std::getenv("EMBER_PEER_GGUF_DIR");
+  return dir && *dir ? fs::path(dir) : fs::path(EMBER_SHARED_DIR) / "testdata/peer-gguf-qwen3";
+}();
 
 // Max relative logit error of ember against the peer, measured per format.
 const std::map<std::string, double> kMeasured = {

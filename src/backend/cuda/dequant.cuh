@@ -52,6 +52,9 @@ __device__ __forceinline__ uint32_t q6k_codes(uint32_t A, uint32_t B, uint32_t H
                               : ((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
   return __vsub4(v, 0x20202020u);
 }
+// Q4_0: the low nibbles of four code bytes, minus 8, as signed bytes (shift
+// the word right by 4 first for the high nibbles).
+__device__ __forceinline__ uint32_t q4_0_codes(uint32_t v) { return __vsub4(v & 0x0F0F0F0Fu, 0x08080808u); }
 __device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
 // Elements [32c, 32c + 32) of a row in format T into y.

@@ -288,6 +288,42 @@ struct MmaFormat<GgmlType::Q6_K> {
   }
 };
 
+// Formats of 32-element blocks (Q8_0, Q4_0), met with Q8_0-style activations:
+// block blk's fragment a (rows g, g + 8) with its rows' scales d, times each
+// tile's activations at bytes lo and hi of the block (the fragment's elements
+// 4q..4q + 3 and 16 + 4q..16 + 4q + 3), one term per (row, token) added in
+// block order.
+template <int TW>
+__device__ __forceinline__ void block32_terms(const uint32_t (&a)[4], const float (&d)[2], ActBase ab,
+                                              const Tokens (&x)[TW], int64_t blk, int lo, int hi, float (&acc)[TW][4]) {
+#pragma unroll
+  for (int t = 0; t < TW; ++t) {
+    const int8_t* xb = ab.q + x[t].q + 32 * blk;
+    const uint2 b = x[t].q >= 0 ? make_uint2(*reinterpret_cast<const uint32_t*>(xb + lo), *reinterpret_cast<const uint32_t*>(xb + hi))
+                                : make_uint2(0, 0);
+    int prod[4] = {0, 0, 0, 0};
+    mma_k32(prod, a, b);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + blk] : 0.f;
+      acc[t][e] = add_term(acc[t][e], q8_0_term(ad, d[e / 2], prod[e]));
+    }
+  }
+}
+// The half-precision scales (the first two bytes) of 2N consecutive blocks
+// from `first`, two a word; block_scale gives block b's as a float.
+template <class Block, int N>
+__device__ __forceinline__ void load_block_scales(const uint8_t* first, uint32_t (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    d[i] = uint32_t(*reinterpret_cast<const uint16_t*>(first + 2 * i * sizeof(Block))) |
+           uint32_t(*reinterpret_cast<const uint16_t*>(first + (2 * i + 1) * sizeof(Block))) << 16;
+}
+template <int N>
+__device__ __forceinline__ float block_scale(const uint32_t (&d)[N], int b) {
+  return h2f(uint16_t(d[b / 2] >> (16 * (b % 2))));
+}
+
 // Q8_0: a super-block of 256 elements is eight Q8_0 blocks of 34 bytes (a
 // half-precision scale, then 32 codes), only 2-byte aligned. Lane q takes
 // bytes [8q, 8q + 8) of each block's codes as the fragment's elements
@@ -316,10 +352,7 @@ struct MmaFormat<GgmlType::Q8_0> {
         r.q[h][b][0] = ld_u32(blk + 2 + 8 * q);
         r.q[h][b][1] = ld_u32(blk + 6 + 8 * q);
       }
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        r.d[h][i] = uint32_t(*reinterpret_cast<const uint16_t*>(first + 2 * i * sizeof(BlockQ8_0))) |
-                    uint32_t(*reinterpret_cast<const uint16_t*>(first + (2 * i + 1) * sizeof(BlockQ8_0))) << 16;
+      load_block_scales<BlockQ8_0>(first, r.d[h]);
     }
   }
   template <int TW>
@@ -327,20 +360,49 @@ struct MmaFormat<GgmlType::Q8_0> {
                                                   int part, int q, float (&acc)[TW][4]) {
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
-      const int64_t blk = 8 * sb + 4 * part + b;  // the block's index in the row
       const uint32_t a[4] = {r.q[0][b][0], r.q[1][b][0], r.q[0][b][1], r.q[1][b][1]};
-      const float d[2] = {h2f(uint16_t(r.d[0][b / 2] >> (16 * (b % 2)))), h2f(uint16_t(r.d[1][b / 2] >> (16 * (b % 2))))};
+      const float d[2] = {block_scale(r.d[0], b), block_scale(r.d[1], b)};
+      // The activations of the lane's bytes: 8q..8q + 7 of the block.
+      block32_terms(a, d, ab, x, 8 * sb + 4 * part + b, 8 * q, 8 * q + 4, acc);
+    }
+  }
+};
+
+// Q4_0 (18-byte blocks: a half-precision scale, then 16 bytes whose low
+// nibbles are elements 0..15 and high nibbles 16..31, each code minus 8; only
+// 2-byte aligned): lane q's bytes [4q, 4q + 4) hold exactly the fragment's
+// elements 4q..4q + 3 (low nibbles) and 16 + 4q..16 + 4q + 3 (high), so
+// weights and activations keep the block's own order. Meets Q8_0-style
+// activations, as the CPU's Q4_0 product does. A super-block's eight blocks
+// come in one load.
+template <>
+struct MmaFormat<GgmlType::Q4_0> {
+  static constexpr Int8Style kStyle = Int8Style::Q8_0;
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
+  static constexpr int kParts = 1;
+  struct Raw {
+    uint32_t q[2][8];  // [row g, g + 8][block]: the lane's 4 code bytes
+    uint32_t d[2][4];  // the blocks' scales, two halves a word
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
 #pragma unroll
-      for (int t = 0; t < TW; ++t) {
-        const uint2 bq = x[t].q >= 0 ? *reinterpret_cast<const uint2*>(ab.q + x[t].q + 32 * blk + 8 * q) : make_uint2(0, 0);
-        int prod[4] = {0, 0, 0, 0};
-        mma_k32(prod, a, bq);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* first = row[h] + size_t(8 * sb) * sizeof(BlockQ4_0);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + blk] : 0.f;
-          acc[t][e] = add_term(acc[t][e], q8_0_term(ad, d[e / 2], prod[e]));
-        }
-      }
+      for (int b = 0; b < 8; ++b) r.q[h][b] = ld_u32(first + b * sizeof(BlockQ4_0) + 2 + 4 * q);
+      load_block_scales<BlockQ4_0>(first, r.d[h]);
+    }
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int /*part*/, int q, float (&acc)[TW][4]) {
+#pragma unroll
+    for (int b = 0; b < 8; ++b) {
+      const uint32_t a[4] = {q4_0_codes(r.q[0][b]), q4_0_codes(r.q[1][b]), q4_0_codes(r.q[0][b] >> 4),
+                             q4_0_codes(r.q[1][b] >> 4)};
+      const float d[2] = {block_scale(r.d[0], b), block_scale(r.d[1], b)};
+      block32_terms(a, d, ab, x, 8 * sb + b, 4 * q, 16 + 4 * q, acc);
     }
   }
 };
@@ -511,6 +573,7 @@ void dispatch(GgmlType t, F&& f) {
     case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); return;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return;
     case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return;
+    case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
   }
 }

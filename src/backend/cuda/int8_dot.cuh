@@ -216,6 +216,39 @@ struct Int8Format<GgmlType::Q8_0> {
   }
 };
 
+// Q4_0 (18-byte blocks of a half-precision scale and 16 bytes, low nibbles
+// elements 0..15, high nibbles 16..31, codes minus 8; only 2-byte aligned):
+// piece pp (0..7) of a 256-element block is its Q4_0 block pp, met with
+// activations in the Q8_0 style, as the CPU multiplies them.
+template <>
+struct Int8Format<GgmlType::Q4_0> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t q[4];
+    float d;
+  };
+  using Piece = Raw;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(8 * sb + pp) * sizeof(BlockQ4_0);
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.q[i] = ld_u32(blk + 2 + 4 * i);
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) { w = r; }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
+    const uint4 a0 = a[0], a1 = a[1];
+    const int lo[4] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w)}, hi[4] = {int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s = __dp4a(int(q4_0_codes(w.q[i])), lo[i], s);
+      s = __dp4a(int(q4_0_codes(w.q[i] >> 4)), hi[i], s);
+    }
+    return x.d[8 * sb + pp] * w.d * float(s);
+  }
+};
+
 // R rows (row0.. ; rows past the matrix repeat its last row, computed and never
 // written) against NT activation rows; acc[r][t] ends in every lane. Each lane
 // loads U pieces of every row before multiplying any, so that many loads are in
@@ -279,14 +312,14 @@ bool dispatch_int8(GgmlType t, F&& f) {
 }
 
 // The same for every format with an integer product (gemv_int8.cu, and on the
-// tensor cores gemv_int8_mma.cu): those above and Q8_0.
+// tensor cores gemv_int8_mma.cu): those above, and Q8_0 and Q4_0 (the Q8_0 style).
 template <class F>
 bool dispatch_int8_any(GgmlType t, F&& f) {
-  if (t == GgmlType::Q8_0) {
-    f.template operator()<GgmlType::Q8_0>();
-    return true;
+  switch (t) {
+    case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return true;
+    case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); return true;
+    default: return dispatch_int8(t, std::forward<F>(f));
   }
-  return dispatch_int8(t, std::forward<F>(f));
 }
 
 }  // namespace ember::cuda
