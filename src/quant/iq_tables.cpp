@@ -12,8 +12,6 @@
 
 namespace ember::quant::iq {
 
-const int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
 namespace {
 
 const char kIQ2XXSHex[] =

@@ -17,7 +17,7 @@ const uint64_t* iq1s_grid();    // 2048 entries, int8 values -1, 0, 1
 // Sign byte for a 7-bit sign index: bit 7 makes the number of minus signs even.
 inline uint8_t ksigns(uint32_t i7) { return uint8_t(i7 | ((__builtin_popcount(i7) & 1) << 7)); }
 
-extern const int8_t kIQ4NLValues[16];
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 constexpr float kIQ1Delta = 0.125f;
 
 }  // namespace ember::quant::iq

@@ -500,7 +500,7 @@ TEST_F(CudaKernels, Int8ActivationsAreTheCpuRoundingBitForBit) {
 TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(20261203);
   Tables tab;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
    ASSERT_TRUE(has_int8_product(type));
    // 3 super-blocks (Q4_K 12 pieces, Q6_K 24 per row: lanes idle), and a real FFN width.
    for (int64_t k : {768, 8192}) {
@@ -639,7 +639,7 @@ TEST_F(CudaKernels, Q8_0ActivationsAreTheCpuRounding) {
 }
 
 // The integer products of the formats that meet Q8_0-style activations (Q8_0,
-// Q4_0): alone, fused, with add, and per expert item, against the float64 product of the decoded weights and the reference
+// Q4_0, IQ4_NL): alone, fused, with add, and per expert item, against the float64 product of the decoded weights and the reference
 // rounding, at one token (the CUDA cores; the tensor cores with
 // EMBER_CUDA_BATCH_INVARIANT=1) and at several (the tensor cores: one to
 // eight tiles of 8 tokens, partial tiles); then a token's bits do not depend
@@ -647,7 +647,7 @@ TEST_F(CudaKernels, Q8_0ActivationsAreTheCpuRounding) {
 TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(80);
   Tables tab;
-  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (const GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL}) {
     const std::string name = type_name(type);
     for (int64_t k : {768, 4096}) {
       const int64_t rows = 37, ldy = rows + 3, max_n = 70;
@@ -737,7 +737,14 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
 TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_EQ(int8_style_of(GgmlType::Q8_0), Int8Style::Q8_0);
   EXPECT_EQ(int8_style_of(GgmlType::Q4_0), Int8Style::Q8_0);
-  EXPECT_TRUE(has_int8_product(GgmlType::Q4_0));
+  EXPECT_EQ(int8_style_of(GgmlType::IQ4_NL), Int8Style::Q8_0);
+  EXPECT_EQ(int8_style_of(GgmlType::IQ4_XS), Int8Style::K);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::IQ4_XS}) EXPECT_TRUE(has_int8_product(t)) << type_name(t);
+  // Every format with an integer product rounds its activations as the CPU does for it.
+  for (uint32_t i = 0; i <= 30; ++i)
+    if (type_info(GgmlType(i)).known && has_int8_product(GgmlType(i)))
+      EXPECT_EQ(int8_style_of(GgmlType(i)) == Int8Style::Q8_0, quant::activation_type(GgmlType(i)) == GgmlType::Q8_0)
+          << type_name(GgmlType(i));
   EXPECT_EQ(int8_style_of(GgmlType::Q4_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q6_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q5_K), Int8Style::K);
@@ -780,7 +787,8 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
 TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
+                        GgmlType::IQ4_XS}) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -855,7 +863,8 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     }
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
+                          GgmlType::IQ4_XS}) {
       std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
       for (int e = 0; e < 2 * E; ++e) {

@@ -172,7 +172,7 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Every product of the Q4_K, Q5_K and Q8_0 mixes rounds its activations to 8
+// Every product of the Q4_K, Q5_K, IQ4_XS and Q8_0 mixes rounds its activations to 8
 // bits as the CPU's does (Int8Style::K, Int8Style::Q8_0) in steps of one and of
 // 16 tokens (those of 65 and more, prefill, take the bfloat16 tensor-core
 // products): held to the CPU's own drift.
@@ -188,7 +188,7 @@ struct RealWidthCase {
 };
 constexpr RealWidthCase kRealWidthCases[] = {
     {"dense-1b", "F32", false, 1e-4},    {"dense-1b", "Q4_K", true, 0},    {"dense-1b", "Q8_0", true, 0},
-    {"dense-1b", "Q5_K", true, 0},
+    {"dense-1b", "Q5_K", true, 0},       {"dense-1b", "IQ4_XS", true, 0},
     {"moe-30b-a3b", "F32", false, 1e-4}, {"moe-30b-a3b", "Q4_K", true, 0}, {"moe-30b-a3b", "Q8_0", true, 0},
 };
 

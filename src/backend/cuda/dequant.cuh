@@ -55,6 +55,35 @@ __device__ __forceinline__ uint32_t q6k_codes(uint32_t A, uint32_t B, uint32_t H
 // Q4_0: the low nibbles of four code bytes, minus 8, as signed bytes (shift
 // the word right by 4 first for the high nibbles).
 __device__ __forceinline__ uint32_t q4_0_codes(uint32_t v) { return __vsub4(v & 0x0F0F0F0Fu, 0x08080808u); }
+// IQ4_NL, IQ4_XS: the same four nibbles as indices into the non-linear table
+// (quant::iq::kIQ4NLValues), as signed bytes: two byte permutes pick from the
+// table's low and high eight entries, bit 3 of each index chooses between them.
+__host__ __device__ constexpr uint32_t iq4nl_word(int i) {
+  uint32_t w = 0;
+  for (int j = 0; j < 4; ++j) w |= uint32_t(uint8_t(quant::iq::kIQ4NLValues[4 * i + j])) << (8 * j);
+  return w;
+}
+__device__ __forceinline__ uint32_t iq4nl_codes(uint32_t v) {
+  constexpr uint32_t t0 = iq4nl_word(0), t1 = iq4nl_word(1), t2 = iq4nl_word(2), t3 = iq4nl_word(3);
+  v &= 0x0F0F0F0Fu;
+  const uint32_t sel = (v & 0x7u) | ((v >> 4) & 0x70u) | ((v >> 8) & 0x700u) | ((v >> 12) & 0x7000u);
+  const uint32_t lo = __byte_perm(t0, t1, sel), hi = __byte_perm(t2, t3, sel);
+  const uint32_t high = ((v >> 3) & 0x01010101u) * 0xFFu;
+  return (lo & ~high) | (hi & high);
+}
+// IQ4_XS: sub-block ib's scale (ls - 32, as iq4xs_scale) from the block's first
+// 8 bytes as one load (hdr.x: d, scales_h; hdr.y: scales_l).
+__device__ __forceinline__ int iq4xs_sub_scale(const uint2& hdr, int ib) {
+  const int ls = int((hdr.y >> (4 * ib)) & 0xF) | int(((hdr.x >> (16 + 2 * ib)) & 3) << 4);
+  return ls - 32;
+}
+// The codes of the formats of 4-bit indices: Q4_0's, or the IQ4 table's.
+template <GgmlType T>
+__device__ __forceinline__ uint32_t nibble_codes(uint32_t v) {
+  static_assert(T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL || T == GgmlType::IQ4_XS);
+  if constexpr (T == GgmlType::Q4_0) return q4_0_codes(v);
+  else return iq4nl_codes(v);
+}
 __device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
 // Elements [32c, 32c + 32) of a row in format T into y.

@@ -105,11 +105,11 @@ bool has_int8_product(GgmlType t) { return dispatch_int8_any(t, NoLaunch{}); }
 
 // As the CPU rounds each format's activations (quant::activation_type).
 Int8Style int8_style_of(GgmlType t) {
-  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 ? Int8Style::Q8_0 : Int8Style::K;
+  return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL ? Int8Style::Q8_0 : Int8Style::K;
 }
 
 bool int8_product_serves(const DeviceMatrix& W) {
-  // Rows of whole 256-element blocks (Q8_0 rows may be shorter).
+  // Rows of whole 256-element blocks (those of the 32-element formats may be shorter).
   return W.k % kInt8Block == 0 && has_int8_product(W.type);
 }
 

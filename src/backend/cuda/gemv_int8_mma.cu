@@ -368,15 +368,15 @@ struct MmaFormat<GgmlType::Q8_0> {
   }
 };
 
-// Q4_0 (18-byte blocks: a half-precision scale, then 16 bytes whose low
-// nibbles are elements 0..15 and high nibbles 16..31, each code minus 8; only
-// 2-byte aligned): lane q's bytes [4q, 4q + 4) hold exactly the fragment's
-// elements 4q..4q + 3 (low nibbles) and 16 + 4q..16 + 4q + 3 (high), so
-// weights and activations keep the block's own order. Meets Q8_0-style
-// activations, as the CPU's Q4_0 product does. A super-block's eight blocks
-// come in one load.
-template <>
-struct MmaFormat<GgmlType::Q4_0> {
+// Q4_0 and IQ4_NL (18-byte blocks: a half-precision scale, then 16 bytes
+// whose low nibbles are elements 0..15 and high nibbles 16..31, codes minus 8
+// or from the IQ4 table; only 2-byte aligned): lane q's bytes [4q, 4q + 4)
+// hold exactly the fragment's elements 4q..4q + 3 (low nibbles) and
+// 16 + 4q..16 + 4q + 3 (high), so weights and activations keep the block's
+// own order. Meet Q8_0-style activations, as the CPU's products do. A
+// super-block's eight blocks come in one load.
+template <GgmlType T>
+struct MmaNibble32 {
   static constexpr Int8Style kStyle = Int8Style::Q8_0;
   static constexpr bool kPairs = false;
   static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
@@ -399,11 +399,74 @@ struct MmaFormat<GgmlType::Q4_0> {
                                                   int /*part*/, int q, float (&acc)[TW][4]) {
 #pragma unroll
     for (int b = 0; b < 8; ++b) {
-      const uint32_t a[4] = {q4_0_codes(r.q[0][b]), q4_0_codes(r.q[1][b]), q4_0_codes(r.q[0][b] >> 4),
-                             q4_0_codes(r.q[1][b] >> 4)};
+      const uint32_t a[4] = {nibble_codes<T>(r.q[0][b]), nibble_codes<T>(r.q[1][b]), nibble_codes<T>(r.q[0][b] >> 4),
+                             nibble_codes<T>(r.q[1][b] >> 4)};
       const float d[2] = {block_scale(r.d[0], b), block_scale(r.d[1], b)};
       block32_terms(a, d, ab, x, 8 * sb + b, 4 * q, 16 + 4 * q, acc);
     }
+  }
+};
+template <>
+struct MmaFormat<GgmlType::Q4_0> : MmaNibble32<GgmlType::Q4_0> {};
+template <>
+struct MmaFormat<GgmlType::IQ4_NL> : MmaNibble32<GgmlType::IQ4_NL> {};
+
+// IQ4_XS (136-byte blocks, 8-byte aligned): sub-block s's 16 index bytes are
+// laid out as a Q4_0 block's, so lane q takes bytes [4q, 4q + 4) of each, and
+// its scale ls - 32 weighs the sub-block's integer sum; K-style activations
+// (plain order), one term per super-block as Q6_K's.
+template <>
+struct MmaFormat<GgmlType::IQ4_XS> {
+  static constexpr Int8Style kStyle = Int8Style::K;
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
+  static constexpr int kParts = 1;
+  struct Raw {
+    uint2 hdr[2];      // d, scales_h; scales_l of rows g and g + 8
+    uint32_t q[2][8];  // [row][sub-block]: the lane's 4 index bytes
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockIQ4_XS);
+      r.hdr[h] = *reinterpret_cast<const uint2*>(blk);
+#pragma unroll
+      for (int s = 0; s < 8; ++s) r.q[h][s] = *reinterpret_cast<const uint32_t*>(blk + 8 + 16 * s + 4 * q);
+    }
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int /*part*/, int q, float (&acc)[TW][4]) {
+    int isum[TW][4];
+#pragma unroll
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) isum[t][e] = 0;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const uint32_t a[4] = {iq4nl_codes(r.q[0][s]), iq4nl_codes(r.q[1][s]), iq4nl_codes(r.q[0][s] >> 4),
+                             iq4nl_codes(r.q[1][s] >> 4)};
+      const int ls[2] = {iq4xs_sub_scale(r.hdr[0], s), iq4xs_sub_scale(r.hdr[1], s)};
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        const int8_t* xb = ab.q + x[t].q + sb * 256 + 32 * s;
+        const uint2 b = x[t].q >= 0 ? make_uint2(*reinterpret_cast<const uint32_t*>(xb + 4 * q),
+                                                 *reinterpret_cast<const uint32_t*>(xb + 16 + 4 * q))
+                                    : make_uint2(0, 0);
+        int prod[4] = {0, 0, 0, 0};
+        mma_k32(prod, a, b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) isum[t][e] += ls[e / 2] * prod[e];
+      }
+    }
+    const float d[2] = {h2f(uint16_t(r.hdr[0].x)), h2f(uint16_t(r.hdr[1].x))};
+#pragma unroll
+    for (int t = 0; t < TW; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + sb] : 0.f;
+        acc[t][e] = add_term(acc[t][e], q6k_term(ad, d[e / 2], isum[t][e]));
+      }
   }
 };
 
@@ -574,6 +637,8 @@ void dispatch(GgmlType t, F&& f) {
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return;
     case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return;
     case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); return;
+    case GgmlType::IQ4_NL: f.template operator()<GgmlType::IQ4_NL>(); return;
+    case GgmlType::IQ4_XS: f.template operator()<GgmlType::IQ4_XS>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
   }
 }

@@ -216,12 +216,13 @@ struct Int8Format<GgmlType::Q8_0> {
   }
 };
 
-// Q4_0 (18-byte blocks of a half-precision scale and 16 bytes, low nibbles
-// elements 0..15, high nibbles 16..31, codes minus 8; only 2-byte aligned):
-// piece pp (0..7) of a 256-element block is its Q4_0 block pp, met with
-// activations in the Q8_0 style, as the CPU multiplies them.
-template <>
-struct Int8Format<GgmlType::Q4_0> {
+// Q4_0 and IQ4_NL (18-byte blocks of a half-precision scale and 16 bytes, low
+// nibbles elements 0..15, high nibbles 16..31; codes minus 8, or from the IQ4
+// table; only 2-byte aligned): piece pp (0..7) of a 256-element block is its
+// block pp, met with activations in the Q8_0 style, as the CPU multiplies them.
+template <GgmlType T>
+struct Nibble32Format {
+  static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
   static constexpr int kPieces = 8;
   struct Raw {
     uint32_t q[4];
@@ -242,10 +243,58 @@ struct Int8Format<GgmlType::Q4_0> {
     int s = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s = __dp4a(int(q4_0_codes(w.q[i])), lo[i], s);
-      s = __dp4a(int(q4_0_codes(w.q[i] >> 4)), hi[i], s);
+      s = __dp4a(int(nibble_codes<T>(w.q[i])), lo[i], s);
+      s = __dp4a(int(nibble_codes<T>(w.q[i] >> 4)), hi[i], s);
     }
     return x.d[8 * sb + pp] * w.d * float(s);
+  }
+};
+template <>
+struct Int8Format<GgmlType::Q4_0> : Nibble32Format<GgmlType::Q4_0> {};
+template <>
+struct Int8Format<GgmlType::IQ4_NL> : Nibble32Format<GgmlType::IQ4_NL> {};
+
+// IQ4_XS (136-byte blocks, 8-byte aligned: d, the scales' high bits, their
+// low nibbles, then 128 bytes of table indices): piece pp (0..7) is sub-block
+// pp, its 16 bytes laid out as Q4_0's block (low nibbles elements 0..15, high
+// 16..31), its scale ls - 32 in -32..31; K-style activations, as the CPU's.
+template <>
+struct Int8Format<GgmlType::IQ4_XS> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint2 hdr;  // d, scales_h; scales_l
+    uint2 q0, q1;
+  };
+  struct Piece {
+    uint32_t c[8];  // the codes of elements 0..15, then 16..31
+    int ls;
+    float d;
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockIQ4_XS);
+    r.hdr = *reinterpret_cast<const uint2*>(blk);
+    const uint2* qv = reinterpret_cast<const uint2*>(blk + 8 + 16 * pp);
+    r.q0 = qv[0];
+    r.q1 = qv[1];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int pp, Piece& w) {
+    const uint32_t q[4] = {r.q0.x, r.q0.y, r.q1.x, r.q1.y};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w.c[i] = iq4nl_codes(q[i]);
+      w.c[4 + i] = iq4nl_codes(q[i] >> 4);
+    }
+    w.ls = iq4xs_sub_scale(r.hdr, pp);
+    w.d = h2f(uint16_t(r.hdr.x));
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
+    const uint4 a0 = a[0], a1 = a[1];
+    const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+    int s = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s = __dp4a(int(w.c[i]), av[i], s);
+    return x.d[sb] * w.d * float(w.ls * s);
   }
 };
 
@@ -307,17 +356,19 @@ bool dispatch_int8(GgmlType t, F&& f) {
     case GgmlType::Q4_K: f.template operator()<GgmlType::Q4_K>(); return true;
     case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); return true;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return true;
+    case GgmlType::IQ4_XS: f.template operator()<GgmlType::IQ4_XS>(); return true;
     default: return false;
   }
 }
 
 // The same for every format with an integer product (gemv_int8.cu, and on the
-// tensor cores gemv_int8_mma.cu): those above, and Q8_0 and Q4_0 (the Q8_0 style).
+// tensor cores gemv_int8_mma.cu): those above, and Q8_0, Q4_0 and IQ4_NL (the Q8_0 style).
 template <class F>
 bool dispatch_int8_any(GgmlType t, F&& f) {
   switch (t) {
     case GgmlType::Q8_0: f.template operator()<GgmlType::Q8_0>(); return true;
     case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); return true;
+    case GgmlType::IQ4_NL: f.template operator()<GgmlType::IQ4_NL>(); return true;
     default: return dispatch_int8(t, std::forward<F>(f));
   }
 }
