@@ -986,7 +986,7 @@ TEST_F(CudaKernels, ExpertProductsTakeMoreItemsThanAGridHolds) {
 TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
   std::mt19937 rng(13);
   const int64_t E = 4, rows = 45, k = 512, K = 2, n_tok = 3;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     std::vector<HostMatrix> experts;
     std::vector<uint8_t> packed;
     for (int e = 0; e < E; ++e) {
@@ -1064,7 +1064,7 @@ TEST_F(CudaKernels, FusedNormAndGateRoundAsTheUnfusedKernels) {
 // cluster's rows, 2 to 16 choices.
 TEST_F(CudaKernels, OneLaunchExpertDownGivesTheThreeKernelBits) {
   std::mt19937 rng(29);
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K})
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS})
     for (const auto& [ef, H, K] : {std::tuple{int64_t(768), int64_t(300), 8}, std::tuple{int64_t(512), int64_t(70), 6},
                                    std::tuple{int64_t(1024), int64_t(130), 4}, std::tuple{int64_t(1536), int64_t(64), 16},
                                    std::tuple{int64_t(4096), int64_t(40), 2}, std::tuple{int64_t(256), int64_t(33), 3},
@@ -1235,6 +1235,10 @@ TEST_F(CudaKernels, KQuantDeviceLayoutKeepsEveryScaleAndMin) {
   }
 }
 
+// The GPU's greedy pick against the host's greedy_id() on rows built to catch
+// every rule: ties (the lowest id wins, wherever the threads split the row),
+// NaN and +inf anywhere, all -inf, a single finite logit, and values past n
+// that must not count.
 TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
   std::mt19937 rng(77);
   const int n = 151'936 - 5, ld = 151'936;

@@ -8,7 +8,7 @@
 // compute in float32). Where the GPU keeps activations in float and the CPU
 // rounds them to 8 bits (the tiny preset, Q8_0), the two differ by that
 // rounding: the bound there is a stated constant. Where both round them the
-// same way (Q4_K, Q5_K, Q6_K and Q8_0 at real widths), they still drift apart: a last-bit
+// same way (Q4_K, Q5_K, Q6_K, IQ4_XS and Q8_0 at real widths), they still drift apart: a last-bit
 // difference in a sum can move one activation across a rounding boundary, a
 // whole step of 1/127 of its block's largest value. The CPU drifts as far from
 // itself when its portable products replace its SIMD ones, so that drift,

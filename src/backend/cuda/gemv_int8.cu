@@ -1,5 +1,6 @@
 // Integer products for the formats whose CPU product rounds activations to
-// int8 (Q8_K): the weight codes meet the activation codes in __dp4a, four
+// int8 (per 256 elements, Q8_K: the K-quants and IQ4_XS; per 32, Q8_0: Q8_0,
+// Q4_0, IQ4_NL): the weight codes meet the activation codes in __dp4a, four
 // multiply-adds per instruction, and the scales are applied once per group.
 // Against the float path (gemv.cu) this reads a quarter of the activation
 // bytes and spends about a fifth of the instructions per weight.
@@ -109,7 +110,7 @@ Int8Style int8_style_of(GgmlType t) {
 }
 
 bool int8_product_serves(const DeviceMatrix& W) {
-  // Rows of whole 256-element blocks (those of the 32-element formats may be shorter).
+  // Rows of whole 256-element blocks only (rows of the 32-element formats that are not take floats).
   return W.k % kInt8Block == 0 && has_int8_product(W.type);
 }
 

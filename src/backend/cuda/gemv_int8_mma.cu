@@ -7,16 +7,16 @@
 // instructions, not by the bytes they read (bench/RESULTS.md).
 //
 // A block takes 16 rows and J tiles of 8 tokens; a warp multiplies each
-// weight fragment it decodes with TW of the tiles (two for Q4_K, Q5_K and
-// Q8_0, up to four for Q6_K: the weights' loads and decoding shared by 16 or
-// 32 tokens), so its 8 warps are J / TW groups of tiles times 8 TW / J along
-// the row (block_product). Every output is summed in one order whatever J and
-// the token's place: per super-block of 256 elements the exact integers, then
-// one float term (Q8_0: one per block of 32, in block order; rounding spelled
-// out, so that no fused multiply-add differs between instantiations); super-block sb belongs
-// to class sb % 8, each class adds its terms in order, and the eight class
-// sums are added in class order. A token's result is therefore the same bits
-// in any batch.
+// weight fragment it decodes with TW of the tiles (two, up to four for Q6_K:
+// the weights' loads and decoding shared by 16 or 32 tokens), so its 8 warps
+// are J / TW groups of tiles times 8 TW / J along the row (block_product).
+// Every output is summed in one order whatever J and the token's place: per
+// super-block of 256 elements the exact integers, then one float term (Q8_0,
+// Q4_0, IQ4_NL: one per block of 32, in block order; rounding spelled out, so
+// that no fused multiply-add differs between instantiations); super-block sb
+// belongs to class sb % 8, each class adds its terms in order, and the eight
+// class sums are added in class order. A token's result is therefore the same
+// bits in any batch.
 //
 // Fragments (PTX ISA, mma.m16n8k32 / m16n8k16 with .s8): lane = 4 g + q.
 // The A registers hold rows g and g + 8, the B registers token g, and the
@@ -288,7 +288,7 @@ struct MmaFormat<GgmlType::Q6_K> {
   }
 };
 
-// Formats of 32-element blocks (Q8_0, Q4_0), met with Q8_0-style activations:
+// Formats of 32-element blocks (Q8_0, Q4_0, IQ4_NL), met with Q8_0-style activations:
 // block blk's fragment a (rows g, g + 8) with its rows' scales d, times each
 // tile's activations at bytes lo and hi of the block (the fragment's elements
 // 4q..4q + 3 and 16 + 4q..16 + 4q + 3), one term per (row, token) added in

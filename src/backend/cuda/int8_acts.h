@@ -19,14 +19,14 @@ constexpr int kInt8Group = 16;   // elements per stored sum
 // n rows of k elements (k a multiple of 256): row t's codes at q + t * k, its
 // scales at d + t * (k / 256), its group sums at sums + t * (k / 16).
 // `pairs` holds the same codes again (row t at pairs + t * k), each 64-element
-// group of a block (sub-blocks 2u, 2u + 1 of 32) reordered for the Q4_K
-// tensor-core product (gemv_int8_mma.cu): element 32 s + 8 q + i of a block at
+// group of a block (sub-blocks 2u, 2u + 1 of 32) reordered for the Q4_K and
+// Q5_K tensor-core products (gemv_int8_mma.cu): element 32 s + 8 q + i of a block at
 // 64 (s / 2) + 16 q + 8 (s % 2) + i, so that the 8 codes its lane q takes from
 // each of the two sub-blocks are one 16-byte load, and the four lanes of a
 // token read 64 consecutive bytes.
 //
-// Q8_0 weights meet another rounding (Int8Style::Q8_0), as the CPU rounds
-// their activations (quant/quantize.cpp q8_0): one scale per 32 elements,
+// Q8_0, Q4_0 and IQ4_NL weights meet another rounding (Int8Style::Q8_0), as
+// the CPU rounds their activations (quant/quantize.cpp q8_0): one scale per 32 elements,
 // amax / 127 rounded to half precision, the codes x / that half; d then holds
 // k / 32 scales per row (as floats), and there are no sums and no `pairs`.
 enum class Int8Style : uint8_t { K, Q8_0 };

@@ -4,8 +4,9 @@
 // warp's sums of a few rows, in the order both keep.
 //
 // A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
-// time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K: 8 elements of
-// each of four sub-blocks). A piece's weights are decoded once and multiplied
+// time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K: 8 elements of each of
+// four sub-blocks; Q8_0, Q4_0, IQ4_NL: one 32-element block; IQ4_XS: one
+// 32-element sub-block). A piece's weights are decoded once and multiplied
 // with every token of the pass.
 #pragma once
 #include <cstdint>

@@ -185,7 +185,8 @@ void moe_down_one_token(Activation act, const DeviceMatrix& down, const int32_t*
                      down_smem(down.k, kBlockRows).bytes, unsigned(k_used), s, a);
   };
   // The narrowest lane group that holds a row's pieces one per lane, else the
-  // whole warp with several; R rows per group keep 48 registers of raw weights.
+  // whole warp with several; U pieces of R rows, 4 pieces of raw weights a lane
+  // (48 registers for Q4_K, 80 for Q5_K).
   dispatch_int8(down.type, [&]<GgmlType T>() {
     if (pieces <= 8) go.template operator()<T, 8, 1, 4>();
     else if (pieces <= 16) go.template operator()<T, 16, 1, 4>();
