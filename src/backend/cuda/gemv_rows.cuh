@@ -21,6 +21,20 @@ __device__ __forceinline__ float chunk_fma(const float (&w)[32], int j, float4 v
   return fmaf(w[4 * j + 3], v.w, a);
 }
 
+// Four activations as a product with weights of format T reads them: BF16
+// weights meet activations rounded to bfloat16 (to nearest, ties to even), as
+// the CPU backend's BF16 products (quant::quantize_activation_row) and the
+// tensor-core GEMM's do; every other format meets them as they are.
+template <GgmlType T>
+__device__ __forceinline__ float4 act4(float4 v) {
+  if constexpr (T == GgmlType::BF16) {
+    auto r = [](float f) { return __bfloat162float(__float2bfloat16_rn(f)); };
+    return make_float4(r(v.x), r(v.y), r(v.z), r(v.w));
+  } else {
+    return v;
+  }
+}
+
 // The R rows a warp takes (rows past the matrix repeat its last row) and their zeroed sums.
 template <int R, int NT>
 __device__ __forceinline__ void start_rows(const uint8_t* W, size_t stride, int64_t row0, int64_t rows,
@@ -57,7 +71,7 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
       for (int r = 0; r < R; ++r) a[r] = 0.f;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const float4 v = xv[j];
+        const float4 v = act4<T>(xv[j]);
 #pragma unroll
         for (int r = 0; r < R; ++r) a[r] = chunk_fma(w[r], j, v, a[r]);
       }

@@ -160,10 +160,11 @@ constexpr int64_t kMaxNormedK = 2 * 8 * kRouterThreads;  // the norm weights a t
 // bank (4 wavefronts a load where the plain layout takes 32).
 __device__ __forceinline__ int64_t staged_slot(int64_t q) { return (q & ~int64_t(7)) | ((q ^ (q >> 3)) & 7); }
 
+template <GgmlType T>
 __device__ __forceinline__ float staged_chunk_dot(const float (&w)[32], const float4* xs, int64_t c) {
   float a = 0.f;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) a = chunk_fma(w, j, xs[staged_slot(8 * c + j)], a);
+  for (int j = 0; j < 8; ++j) a = chunk_fma(w, j, act4<T>(xs[staged_slot(8 * c + j)]), a);
   return a;
 }
 
@@ -224,11 +225,11 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const uint
     float acc = 0.f;
 #pragma unroll
     for (int i = 0; i < C; ++i)
-      if (lane + 32 * i < n_chunks) acc += staged_chunk_dot(w[i], staged, lane + 32 * i);
+      if (lane + 32 * i < n_chunks) acc += staged_chunk_dot<T>(w[i], staged, lane + 32 * i);
     for (int64_t c = lane + 32 * C; c < n_chunks; c += 32) {
       float wc[32];
       dequant_chunk<T>(row, c, tab, wc);
-      acc += staged_chunk_dot(wc, staged, c);
+      acc += staged_chunk_dot<T>(wc, staged, c);
     }
     acc = warp_sum(acc);
     if (lane == 0) {
