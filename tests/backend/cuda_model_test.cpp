@@ -101,7 +101,11 @@ TEST_F(CudaModels, TinyPresetInEveryQuantMixMatchesTheCpu) {
     auto m = Model::load(out.string());
     fs::remove(out);
     const std::string what = std::string("tiny ") + mix;
-    const bool float_weights = std::string(mix) == "F32" || std::string(mix) == "F16";
+    // Float weights meet the same activations on both backends (BF16's rounded to
+    // bfloat16 on both: 9.2e-8 on the H100, 2026-12-05); the quantised mixes' rows are
+    // too short for the GPU's integer products, so the GPU multiplies float activations
+    // where the CPU rounds them to 8 bits.
+    const bool float_weights = std::string(mix) == "F32" || std::string(mix) == "F16" || std::string(mix) == "BF16";
     compare(*m, what, float_weights ? 1e-4 : 5e-2);
   }
 }
