@@ -182,14 +182,8 @@ class CudaBackend final : public Backend {
   // where any such reader reads it, else in Q8_0's (int8_acts.h; a reader of
   // the other style reads the floats); else these return nullptr and the
   // products read floats.
-  std::optional<Int8Style> int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const;
-  std::optional<Int8Style> int8_style(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
-    return int8_style(std::span(readers.begin(), readers.size()), n);
-  }
-  bool wants_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
-    return int8_style(readers, n).has_value();
-  }
-  // The same where only the K style will do (the kernels that round in it themselves).
+  std::optional<Int8Style> int8_style(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const;
+  // Whether that is the K style: the kernels that round their input themselves round only in it.
   bool wants_k_int8(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
     return int8_style(readers, n) == Int8Style::K;
   }
@@ -486,7 +480,7 @@ void CudaBackend::enqueue_step(const Shape& sh) {
   prof_.mark("logits to host", stream_);
 }
 
-std::optional<Int8Style> CudaBackend::int8_style(std::span<const DeviceMatrix* const> readers, int64_t n) const {
+std::optional<Int8Style> CudaBackend::int8_style(std::initializer_list<const DeviceMatrix*> readers, int64_t n) const {
   if (!int8_products_) return std::nullopt;
   std::optional<Int8Style> style;
   for (const DeviceMatrix* m : readers)

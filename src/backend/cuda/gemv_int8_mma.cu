@@ -45,10 +45,10 @@ constexpr int kClasses = 8;    // super-block classes, summed apart and added in
 __device__ __forceinline__ float q4k_term(float ad, float d, float dmin, int isum, int imin) {
   return __fmul_rn(ad, __fsub_rn(__fmul_rn(d, float(isum)), __fmul_rn(dmin, float(imin))));
 }
-// Q6_K: ad d sum_g sc_g p_g over the 16 groups of 16.
-__device__ __forceinline__ float q6k_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
-// Q8_0: one term per block of 32, ad d p with both scales of that block.
-__device__ __forceinline__ float q8_0_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
+// The formats of one weight scale per integer sum: ad d isum. Q6_K and IQ4_XS
+// once per super-block (isum: their sub-blocks' sums, each times its own
+// integer scale), Q8_0, Q4_0 and IQ4_NL once per block of 32.
+__device__ __forceinline__ float scaled_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
 __device__ __forceinline__ float add_term(float acc, float term) { return __fadd_rn(acc, term); }
 
 // c += a b over 32 elements: rows g, g + 8 (a) times token g (b).
@@ -100,6 +100,26 @@ __device__ __forceinline__ Tokens tile_tokens(const Int8Acts& a, int g, int q, A
 
 template <GgmlType T>
 struct MmaFormat;
+
+// Tile xt's two activation words at bytes lo and hi of its row from `at` (the
+// B fragment of a 32-element group), zeros where the tile has no token g.
+__device__ __forceinline__ uint2 act_words(ActBase ab, const Tokens& xt, int64_t at, int lo, int hi) {
+  const int8_t* p = ab.q + xt.q + at;
+  return xt.q >= 0 ? make_uint2(*reinterpret_cast<const uint32_t*>(p + lo), *reinterpret_cast<const uint32_t*>(p + hi))
+                   : make_uint2(0, 0);
+}
+
+// Adds the lane's four scaled_terms of one tile: integer sums isum of rows g,
+// g + 8 (weight scales d) and tokens 2q, 2q + 1, whose activation scales are
+// entry `at` of their rows' scales.
+__device__ __forceinline__ void add_scaled_terms(ActBase ab, const Tokens& xt, int64_t at, const float (&d)[2],
+                                                 const int (&isum)[4], float (&acc)[4]) {
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float ad = xt.d[e % 2] >= 0 ? ab.d[xt.d[e % 2] + at] : 0.f;
+    acc[e] = add_term(acc[e], scaled_term(ad, d[e / 2], isum[e]));
+  }
+}
 
 // Q4_K: 32-byte chunk c of qs holds sub-block 2c in its low nibbles and 2c + 1
 // in its high ones. Lane q takes bytes [8q, 8q + 8) of every chunk: their low
@@ -279,12 +299,7 @@ struct MmaFormat<GgmlType::Q6_K> {
     }
     const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
 #pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + sb] : 0.f;
-        acc[t][e] = add_term(acc[t][e], q6k_term(ad, d[e / 2], isum[t][e]));
-      }
+    for (int t = 0; t < TW; ++t) add_scaled_terms(ab, x[t], sb, d, isum[t], acc[t]);
   }
 };
 
@@ -298,16 +313,9 @@ __device__ __forceinline__ void block32_terms(const uint32_t (&a)[4], const floa
                                               const Tokens (&x)[TW], int64_t blk, int lo, int hi, float (&acc)[TW][4]) {
 #pragma unroll
   for (int t = 0; t < TW; ++t) {
-    const int8_t* xb = ab.q + x[t].q + 32 * blk;
-    const uint2 b = x[t].q >= 0 ? make_uint2(*reinterpret_cast<const uint32_t*>(xb + lo), *reinterpret_cast<const uint32_t*>(xb + hi))
-                                : make_uint2(0, 0);
     int prod[4] = {0, 0, 0, 0};
-    mma_k32(prod, a, b);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + blk] : 0.f;
-      acc[t][e] = add_term(acc[t][e], q8_0_term(ad, d[e / 2], prod[e]));
-    }
+    mma_k32(prod, a, act_words(ab, x[t], 32 * blk, lo, hi));
+    add_scaled_terms(ab, x[t], blk, d, prod, acc[t]);
   }
 }
 // The half-precision scales (the first two bytes) of 2N consecutive blocks
@@ -449,24 +457,15 @@ struct MmaFormat<GgmlType::IQ4_XS> {
       const int ls[2] = {iq4xs_sub_scale(r.hdr[0], s), iq4xs_sub_scale(r.hdr[1], s)};
 #pragma unroll
       for (int t = 0; t < TW; ++t) {
-        const int8_t* xb = ab.q + x[t].q + sb * 256 + 32 * s;
-        const uint2 b = x[t].q >= 0 ? make_uint2(*reinterpret_cast<const uint32_t*>(xb + 4 * q),
-                                                 *reinterpret_cast<const uint32_t*>(xb + 16 + 4 * q))
-                                    : make_uint2(0, 0);
         int prod[4] = {0, 0, 0, 0};
-        mma_k32(prod, a, b);
+        mma_k32(prod, a, act_words(ab, x[t], sb * 256 + 32 * s, 4 * q, 16 + 4 * q));
 #pragma unroll
         for (int e = 0; e < 4; ++e) isum[t][e] += ls[e / 2] * prod[e];
       }
     }
     const float d[2] = {h2f(uint16_t(r.hdr[0].x)), h2f(uint16_t(r.hdr[1].x))};
 #pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float ad = x[t].d[e % 2] >= 0 ? ab.d[x[t].d[e % 2] + sb] : 0.f;
-        acc[t][e] = add_term(acc[t][e], q6k_term(ad, d[e / 2], isum[t][e]));
-      }
+    for (int t = 0; t < TW; ++t) add_scaled_terms(ab, x[t], sb, d, isum[t], acc[t]);
   }
 };
 

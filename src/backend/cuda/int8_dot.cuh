@@ -187,6 +187,17 @@ struct Int8Format<GgmlType::Q6_K> {
   }
 };
 
+// The exact sum of 32 weight codes (eight words: elements 0..31 in order) times
+// the 32 activation codes at a: the integer sum of a 32-element block or sub-block.
+__device__ __forceinline__ int codes_dot32(const uint32_t (&c)[8], const int8_t* a) {
+  const uint4 a0 = reinterpret_cast<const uint4*>(a)[0], a1 = reinterpret_cast<const uint4*>(a)[1];
+  const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s = __dp4a(int(c[i]), av[i], s);
+  return s;
+}
+
 // Q8_0 (34-byte blocks of 32 codes and a half-precision scale, only 2-byte
 // aligned): piece pp (0..7) of a 256-element block is its Q8_0 block pp, met
 // with activations in the Q8_0 style (one scale per 32, int8_acts.h), as the
@@ -207,13 +218,7 @@ struct Int8Format<GgmlType::Q8_0> {
   }
   __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) { w = r; }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
-    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
-    const uint4 a0 = a[0], a1 = a[1];
-    const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
-    int s = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) s = __dp4a(int(w.q[i]), av[i], s);
-    return x.d[8 * sb + pp] * w.d * float(s);
+    return x.d[8 * sb + pp] * w.d * float(codes_dot32(w.q, x.q + sb * 256 + 32 * pp));
   }
 };
 
@@ -229,25 +234,23 @@ struct Nibble32Format {
     uint32_t q[4];
     float d;
   };
-  using Piece = Raw;
+  using Piece = Int8Format<GgmlType::Q8_0>::Piece;  // the block's 32 codes, as Q8_0 keeps them
   __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
     const uint8_t* blk = row + size_t(8 * sb + pp) * sizeof(BlockQ4_0);
     r.d = h2f(*reinterpret_cast<const uint16_t*>(blk));
 #pragma unroll
     for (int i = 0; i < 4; ++i) r.q[i] = ld_u32(blk + 2 + 4 * i);
   }
-  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) { w = r; }
-  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
-    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
-    const uint4 a0 = a[0], a1 = a[1];
-    const int lo[4] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w)}, hi[4] = {int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
-    int s = 0;
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s = __dp4a(int(nibble_codes<T>(w.q[i])), lo[i], s);
-      s = __dp4a(int(nibble_codes<T>(w.q[i] >> 4)), hi[i], s);
+      w.q[i] = nibble_codes<T>(r.q[i]);
+      w.q[4 + i] = nibble_codes<T>(r.q[i] >> 4);
     }
-    return x.d[8 * sb + pp] * w.d * float(s);
+    w.d = r.d;
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    return Int8Format<GgmlType::Q8_0>::dot(w, x, sb, pp);
   }
 };
 template <>
@@ -289,13 +292,7 @@ struct Int8Format<GgmlType::IQ4_XS> {
     w.d = h2f(uint16_t(r.hdr.x));
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
-    const uint4* a = reinterpret_cast<const uint4*>(x.q + sb * 256 + 32 * pp);
-    const uint4 a0 = a[0], a1 = a[1];
-    const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
-    int s = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) s = __dp4a(int(w.c[i]), av[i], s);
-    return x.d[sb] * w.d * float(w.ls * s);
+    return x.d[sb] * w.d * float(w.ls * codes_dot32(w.c, x.q + sb * 256 + 32 * pp));
   }
 };
 
