@@ -132,8 +132,11 @@ std::vector<float> cpu_portable_logits(const Model& m, const std::vector<int32_t
 // CPU's top two are further apart than 1% of the largest logit and than the
 // CPU's own largest drift (a gap the CPU itself can close is not decisive).
 constexpr double kDriftFactor = 3.0, kFloatBound = 1e-4;
+// drift_floor: where the CPU has no SIMD product for the mix's format (its
+// portable product is its only one, so it cannot drift from itself), the drift
+// the CPU measured on another mix of the same model shape, in the same run.
 void compare_same_rounding(const Model& m, const std::string& what, const std::vector<int32_t>& ids,
-                           std::initializer_list<int> steps = {16, 1}) {
+                           const Drift* drift_floor = nullptr, std::initializer_list<int> steps = {16, 1}) {
   if (!quant::has_simd_matmul(GgmlType::Q4_K)) {
     ADD_FAILURE() << what << ": this build's CPU side has no SIMD products, so the drift that bounds this "
                   << "comparison cannot be measured (build with -march=native or -march=x86-64-v3)";
@@ -142,7 +145,8 @@ void compare_same_rounding(const Model& m, const std::string& what, const std::v
   const int64_t V = m.desc().vocab;
   const auto cpu = test::all_logits(m, ids, 4, "cpu");
   const auto portable = cpu_portable_logits(m, ids);
-  const Drift floor = drift(portable, cpu, V);
+  const Drift own = drift(portable, cpu, V);
+  const Drift floor = drift_floor ? Drift{std::max(own.max, drift_floor->max), std::max(own.median, drift_floor->median)} : own;
   const double gap = std::max(0.01, floor.max);
   // Steps of 16 tokens (the tensor-core products) and of one (the decode path: the CUDA cores'
   // products, the one-token router and expert kernels).
@@ -151,9 +155,9 @@ void compare_same_rounding(const Model& m, const std::string& what, const std::v
     const Drift got = drift(gpu, cpu, V);
     const double agree = test::decisive_argmax_agreement(gpu, cpu, V, gap);
     const std::string at = what + ", steps of " + std::to_string(step);
-    std::printf("%-40s GPU vs CPU: max %.2e, median %.2e; CPU portable vs SIMD: max %.2e, median %.2e; "
+    std::printf("%-40s GPU vs CPU: max %.2e, median %.2e; CPU portable vs SIMD: max %.2e, median %.2e%s; "
                 "argmax agreement where the top two are %.1e apart: %.3f (at 1%%: GPU %.3f, CPU portable %.3f)\n",
-                at.c_str(), got.max, got.median, floor.max, floor.median, gap, agree,
+                at.c_str(), got.max, got.median, floor.max, floor.median, drift_floor ? " (another mix's)" : "", gap, agree,
                 test::decisive_argmax_agreement(gpu, cpu, V, 0.01), test::decisive_argmax_agreement(portable, cpu, V, 0.01));
     EXPECT_LE(got.max, kDriftFactor * floor.max + kFloatBound) << at;
     EXPECT_LE(got.median, kDriftFactor * floor.median + kFloatBound) << at;
@@ -176,7 +180,7 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Every product of the Q4_K, Q5_K, IQ4_XS and Q8_0 mixes rounds its activations to 8
+// Every product of the Q4_K, Q5_K, IQ4_XS, IQ3_XXS and Q8_0 mixes rounds its activations to 8
 // bits as the CPU's does (Int8Style::K, Int8Style::Q8_0) in steps of one and of
 // 16 tokens (those of 65 and more, prefill, take the bfloat16 tensor-core
 // products): held to the CPU's own drift.
@@ -184,17 +188,29 @@ Preset shortened(const std::string& name, int layers) {
 // to 95%: their top logits are often within the drift above (the CPU's own
 // portable and SIMD products do not agree on them either; the trained model
 // below holds that check).
+// IQ3_XXS has no SIMD product on the CPU (its portable product is its only
+// one), so its own drift is nil: it is held to the drift of the Q4_K mix of
+// the same shape and seed, measured in the same run.
 struct RealWidthCase {
   const char* preset;
   const char* mix;
-  bool same_rounding;  // both backends round activations to 8 bits alike
-  double bound;        // otherwise: max |cuda - cpu| / max |cpu|
+  bool same_rounding;             // both backends round activations to 8 bits alike
+  double bound;                   // otherwise: max |cuda - cpu| / max |cpu|
+  const char* drift_of = nullptr;  // same_rounding: the mix whose CPU drift bounds this one, where not its own
 };
 constexpr RealWidthCase kRealWidthCases[] = {
     {"dense-1b", "F32", false, 1e-4},    {"dense-1b", "Q4_K", true, 0},    {"dense-1b", "Q8_0", true, 0},
-    {"dense-1b", "Q5_K", true, 0},       {"dense-1b", "IQ4_XS", true, 0},
+    {"dense-1b", "Q5_K", true, 0},       {"dense-1b", "IQ4_XS", true, 0},  {"dense-1b", "IQ3_XXS", true, 0, "Q4_K"},
     {"moe-30b-a3b", "F32", false, 1e-4}, {"moe-30b-a3b", "Q4_K", true, 0}, {"moe-30b-a3b", "Q8_0", true, 0},
 };
+
+std::unique_ptr<Model> real_width_model(const Preset& p, const char* mix, ThreadPool& pool) {
+  const fs::path out = fs::temp_directory_path() / (p.name + "-" + mix + "-" + std::to_string(getpid()) + ".gguf");
+  generate_model(p, mix, "", out.string(), 3, pool, false);
+  auto m = Model::load(out.string());
+  fs::remove(out);
+  return m;
+}
 
 TEST_F(CudaModels, RealWidthsMatchTheCpu) {
   ThreadPool pool(8);
@@ -202,14 +218,16 @@ TEST_F(CudaModels, RealWidthsMatchTheCpu) {
   for (const RealWidthCase& c : kRealWidthCases) {
     if (mixes && !std::strstr(mixes, c.mix)) continue;
     const Preset p = shortened(c.preset, 2);
-    const fs::path out = fs::temp_directory_path() / (p.name + "-" + c.mix + "-" + std::to_string(getpid()) + ".gguf");
-    generate_model(p, c.mix, "", out.string(), 3, pool, false);
-    auto m = Model::load(out.string());
-    fs::remove(out);
+    auto m = real_width_model(p, c.mix, pool);
     const std::string what = p.name + " " + c.mix;
     const bool float_weights = std::string(c.mix) == "F32";
-    if (c.same_rounding)
-      compare_same_rounding(*m, what, random_ids(64, m->desc().vocab, 5));
+    const std::vector<int32_t> ids = random_ids(64, m->desc().vocab, 5);
+    if (c.same_rounding && c.drift_of) {
+      auto other = real_width_model(p, c.drift_of, pool);
+      const Drift d = drift(cpu_portable_logits(*other, ids), test::all_logits(*other, ids, 4, "cpu"), other->desc().vocab);
+      compare_same_rounding(*m, what, ids, &d);
+    } else if (c.same_rounding)
+      compare_same_rounding(*m, what, ids);
     else
       compare(*m, what, c.bound, float_weights ? 1.0 : 0.95, float_weights, 64);
   }

@@ -1,7 +1,8 @@
 // Integer products for the formats whose CPU product rounds activations to
-// int8 (per 256 elements, Q8_K: the K-quants and IQ4_XS; per 32, Q8_0: Q8_0,
-// Q4_0, IQ4_NL): the weight codes meet the activation codes in __dp4a, four
-// multiply-adds per instruction, and the scales are applied once per group.
+// int8 (per 256 elements, Q8_K: the K-quants, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_S;
+// per 32, Q8_0: Q8_0, Q4_0, IQ4_NL): the weight codes meet the activation
+// codes in __dp4a, four multiply-adds per instruction, and the scales are
+// applied once per group.
 // Against the float path (gemv.cu) this reads a quarter of the activation
 // bytes and spends about a fifth of the instructions per weight.
 //

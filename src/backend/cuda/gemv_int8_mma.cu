@@ -28,6 +28,7 @@
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/int8_fused.cuh"
+#include "backend/cuda/iq_grids.cuh"
 #include "backend/cuda/launch.cuh"
 #include "util/error.h"
 
@@ -45,9 +46,9 @@ constexpr int kClasses = 8;    // super-block classes, summed apart and added in
 __device__ __forceinline__ float q4k_term(float ad, float d, float dmin, int isum, int imin) {
   return __fmul_rn(ad, __fsub_rn(__fmul_rn(d, float(isum)), __fmul_rn(dmin, float(imin))));
 }
-// The formats of one weight scale per integer sum: ad d isum. Q6_K and IQ4_XS
-// once per super-block (isum: their sub-blocks' sums, each times its own
-// integer scale), Q8_0, Q4_0 and IQ4_NL once per block of 32.
+// The formats of one weight scale per integer sum: ad d isum. Q6_K, IQ4_XS and
+// the grid formats once per super-block (isum: their sub-blocks' sums, each
+// times its own integer scale), Q8_0, Q4_0 and IQ4_NL once per block of 32.
 __device__ __forceinline__ float scaled_term(float ad, float d, int isum) { return __fmul_rn(__fmul_rn(ad, d), float(isum)); }
 __device__ __forceinline__ float add_term(float acc, float term) { return __fadd_rn(acc, term); }
 
@@ -119,6 +120,22 @@ __device__ __forceinline__ void add_scaled_terms(ActBase ab, const Tokens& xt, i
     const float ad = xt.d[e % 2] >= 0 ? ab.d[xt.d[e % 2] + at] : 0.f;
     acc[e] = add_term(acc[e], scaled_term(ad, d[e / 2], isum[e]));
   }
+}
+
+// The integer sums of a super-block of TW tiles, cleared; then its one term
+// per (row, token) added (the formats of one weight scale per super-block).
+template <int TW>
+__device__ __forceinline__ void clear_sums(int (&isum)[TW][4]) {
+#pragma unroll
+  for (int t = 0; t < TW; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) isum[t][e] = 0;
+}
+template <int TW>
+__device__ __forceinline__ void add_super_block_terms(ActBase ab, const Tokens (&x)[TW], int64_t sb, const float (&d)[2],
+                                                      const int (&isum)[TW][4], float (&acc)[TW][4]) {
+#pragma unroll
+  for (int t = 0; t < TW; ++t) add_scaled_terms(ab, x[t], sb, d, isum[t], acc[t]);
 }
 
 // Q4_K: 32-byte chunk c of qs holds sub-block 2c in its low nibbles and 2c + 1
@@ -273,10 +290,7 @@ struct MmaFormat<GgmlType::Q6_K> {
   __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
                                                   int /*part*/, int q, float (&acc)[TW][4]) {
     int isum[TW][4];
-#pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) isum[t][e] = 0;
+    clear_sums(isum);
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       const int half = p / 2, lh = p % 2;
@@ -298,8 +312,7 @@ struct MmaFormat<GgmlType::Q6_K> {
       }
     }
     const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
-#pragma unroll
-    for (int t = 0; t < TW; ++t) add_scaled_terms(ab, x[t], sb, d, isum[t], acc[t]);
+    add_super_block_terms(ab, x, sb, d, isum, acc);
   }
 };
 
@@ -446,10 +459,7 @@ struct MmaFormat<GgmlType::IQ4_XS> {
   __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
                                                   int /*part*/, int q, float (&acc)[TW][4]) {
     int isum[TW][4];
-#pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) isum[t][e] = 0;
+    clear_sums(isum);
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
       const uint32_t a[4] = {iq4nl_codes(r.q[0][s]), iq4nl_codes(r.q[1][s]), iq4nl_codes(r.q[0][s] >> 4),
@@ -464,8 +474,161 @@ struct MmaFormat<GgmlType::IQ4_XS> {
       }
     }
     const float d[2] = {h2f(uint16_t(r.hdr[0].x)), h2f(uint16_t(r.hdr[1].x))};
+    add_super_block_terms(ab, x, sb, d, isum, acc);
+  }
+};
+
+// The grid formats (int8_dot.cuh says how their codes and integer scales come
+// about), K-style activations in plain order, one term per part of a
+// super-block (kParts loads of 8 / kParts sub-blocks each: a whole
+// super-block's index, sign and scale words of two rows, held twice while the
+// next load is in flight, spilled). IQ3_XXS and IQ3_S: lane q takes grid
+// entries 2q and 2q + 1 of each sub-block (elements 8q..8q + 7: one 16-bit
+// load of index bytes) as the fragment's elements 4q..4q + 3 and 16 + 4q..16 +
+// 4q + 3, and the activations of those same bytes; their sign bits are the
+// lane's 8 bits of the sub-block (IQ3_XXS: its 7-bit sign index q).
+template <GgmlType T>
+struct MmaIQ3 {
+  static_assert(T == GgmlType::IQ3_XXS || T == GgmlType::IQ3_S);
+  static constexpr bool kXXS = T == GgmlType::IQ3_XXS;
+  static constexpr size_t kBlockBytes = kXXS ? sizeof(BlockIQ3_XXS) : sizeof(BlockIQ3_S);
+  static constexpr Int8Style kStyle = Int8Style::K;
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
+  static constexpr int kParts = 2;
+  static constexpr int kSub = 8 / kParts;  // sub-blocks a part
+  struct Raw {
+    uint32_t idx[2][kSub];  // [row g, g + 8][sub-block of the part]: the lane's two index bytes
+    uint32_t aux[2][kSub];  // IQ3_XXS: each sub-block's scale and sign word; IQ3_S: the lane's sign byte
+    uint32_t qh[2];         // IQ3_S: the ninth index bits of the part's sub-blocks, a byte each
+    uint32_t scales[2];     // IQ3_S: their 4-bit scales
+    uint16_t d[2];
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int part, int q, Raw& r) {
 #pragma unroll
-    for (int t = 0; t < TW; ++t) add_scaled_terms(ab, x[t], sb, d, isum[t], acc[t]);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* blk = row[h] + size_t(sb) * kBlockBytes;
+      r.d[h] = *reinterpret_cast<const uint16_t*>(blk);
+#pragma unroll
+      for (int i = 0; i < kSub; ++i) {
+        const int s = kSub * part + i;
+        r.idx[h][i] = *reinterpret_cast<const uint16_t*>(blk + 2 + 8 * s + 2 * q);
+        r.aux[h][i] = kXXS ? ld_u32(blk + 66 + 4 * s) : uint32_t(blk[74 + 4 * s + q]);
+      }
+      if constexpr (!kXXS) {
+        static_assert(kSub == 4);
+        r.qh[h] = ld_u32(blk + 66 + 4 * part);
+        r.scales[h] = *reinterpret_cast<const uint16_t*>(blk + 106 + 2 * part);
+      }
+    }
+  }
+  // Row h's codes of the part's sub-block i: entries 2q (half 0) and 2q + 1 (half 1), and its integer scale.
+  __device__ __forceinline__ static void codes(const Raw& r, int h, int i, int q, uint32_t (&c)[2], int& scale) {
+    const uint32_t i2 = r.idx[h][i];
+    if constexpr (kXXS) {
+      const uint32_t signs = iq_sign_byte((r.aux[h][i] >> (7 * q)) & 127u);
+      c[0] = signed_codes(kIQ3XXSGridDevice.v[i2 & 0xFFu], signs);
+      c[1] = signed_codes(kIQ3XXSGridDevice.v[i2 >> 8], signs >> 4);
+      scale = 2 * int(r.aux[h][i] >> 28) + 1;
+    } else {
+      const uint32_t ninth = r.qh[h] >> (8 * i + 2 * q);
+      c[0] = signed_codes(kIQ3SGridDevice.v[(i2 & 0xFFu) | ((ninth & 1u) << 8)], r.aux[h][i]);
+      c[1] = signed_codes(kIQ3SGridDevice.v[(i2 >> 8) | ((ninth & 2u) << 7)], r.aux[h][i] >> 4);
+      scale = 2 * int((r.scales[h] >> (4 * i)) & 0xF) + 1;
+    }
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int part, int q, float (&acc)[TW][4]) {
+    int isum[TW][4];
+    clear_sums(isum);
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      uint32_t c0[2], c1[2];
+      int sc[2];
+      codes(r, 0, i, q, c0, sc[0]);
+      codes(r, 1, i, q, c1, sc[1]);
+      const uint32_t a[4] = {c0[0], c1[0], c0[1], c1[1]};
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        int prod[4] = {0, 0, 0, 0};
+        mma_k32(prod, a, act_words(ab, x[t], sb * 256 + 32 * (kSub * part + i), 8 * q, 8 * q + 4));
+#pragma unroll
+        for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
+      }
+    }
+    const float scale = kXXS ? 0.25f : 1.f;
+    const float d[2] = {scale * h2f(r.d[0]), scale * h2f(r.d[1])};
+    add_super_block_terms(ab, x, sb, d, isum, acc);
+  }
+};
+template <>
+struct MmaFormat<GgmlType::IQ3_XXS> : MmaIQ3<GgmlType::IQ3_XXS> {};
+template <>
+struct MmaFormat<GgmlType::IQ3_S> : MmaIQ3<GgmlType::IQ3_S> {};
+
+// IQ2_S: a scale per 16 elements, so two mma of 16 elements per sub-block.
+// In half f, lane q takes word q % 2 of grid entry 2f + q / 2 (elements
+// 16f + 4q..16f + 4q + 3 in order) and the activations of those bytes.
+template <>
+struct MmaFormat<GgmlType::IQ2_S> {
+  static constexpr Int8Style kStyle = Int8Style::K;
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
+  static constexpr int kParts = 2;
+  static constexpr int kSub = 8 / kParts;
+  static_assert(kSub == 4);
+  struct Raw {
+    uint32_t idx[2][kSub], signs[2][kSub];  // [row g, g + 8][sub-block of the part]: its four index bytes, its four sign bytes
+    uint32_t qh[2], scales[2];              // a byte per sub-block of the part
+    uint16_t d[2];
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int part, int /*q*/, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockIQ2_S);
+      r.d[h] = *reinterpret_cast<const uint16_t*>(blk);
+#pragma unroll
+      for (int i = 0; i < kSub; ++i) {
+        const int s = kSub * part + i;
+        r.idx[h][i] = ld_u32(blk + 2 + 4 * s);
+        r.signs[h][i] = ld_u32(blk + 34 + 4 * s);
+      }
+      r.qh[h] = ld_u32(blk + 66 + 4 * part);
+      r.scales[h] = ld_u32(blk + 74 + 4 * part);
+    }
+  }
+  // Row h's four codes of half f of the part's sub-block i, and that half's integer scale.
+  __device__ __forceinline__ static uint32_t codes(const Raw& r, int h, int i, int f, int q, int& scale) {
+    const int l = 2 * f + q / 2;
+    const uint32_t ninth = (r.qh[h] >> (8 * i + 2 * l)) & 3u;
+    const uint32_t index = ((r.idx[h][i] >> (8 * l)) & 0xFFu) | (ninth << 8);
+    const uint32_t g = reinterpret_cast<const uint32_t*>(kIQ2SGridDevice.v)[2 * index + (q & 1)];
+    scale = 2 * int((r.scales[h] >> (8 * i + 4 * f)) & 0xF) + 1;
+    return signed_codes(g, r.signs[h][i] >> (8 * l + 4 * (q & 1)));
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int part, int q, float (&acc)[TW][4]) {
+    int isum[TW][4];
+    clear_sums(isum);
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      int sc[2][2];  // [half][row]
+      const uint32_t a0[2] = {codes(r, 0, i, 0, q, sc[0][0]), codes(r, 1, i, 0, q, sc[0][1])};
+      const uint32_t a1[2] = {codes(r, 0, i, 1, q, sc[1][0]), codes(r, 1, i, 1, q, sc[1][1])};
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        const uint2 b = act_words(ab, x[t], sb * 256 + 32 * (kSub * part + i), 4 * q, 16 + 4 * q);
+        int p0[4] = {0, 0, 0, 0}, p1[4] = {0, 0, 0, 0};
+        mma_k16(p0, a0[0], a0[1], b.x);
+        mma_k16(p1, a1[0], a1[1], b.y);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) isum[t][e] += sc[0][e / 2] * p0[e] + sc[1][e / 2] * p1[e];
+      }
+    }
+    const float d[2] = {0.125f * h2f(r.d[0]), 0.125f * h2f(r.d[1])};
+    add_super_block_terms(ab, x, sb, d, isum, acc);
   }
 };
 
@@ -638,6 +801,9 @@ void dispatch(GgmlType t, F&& f) {
     case GgmlType::Q4_0: f.template operator()<GgmlType::Q4_0>(); return;
     case GgmlType::IQ4_NL: f.template operator()<GgmlType::IQ4_NL>(); return;
     case GgmlType::IQ4_XS: f.template operator()<GgmlType::IQ4_XS>(); return;
+    case GgmlType::IQ3_XXS: f.template operator()<GgmlType::IQ3_XXS>(); return;
+    case GgmlType::IQ3_S: f.template operator()<GgmlType::IQ3_S>(); return;
+    case GgmlType::IQ2_S: f.template operator()<GgmlType::IQ2_S>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
   }
 }

@@ -5,9 +5,9 @@
 //
 // A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
 // time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K: 8 elements of each of
-// four sub-blocks; Q8_0, Q4_0, IQ4_NL: one 32-element block; IQ4_XS: one
-// 32-element sub-block). A piece's weights are decoded once and multiplied
-// with every token of the pass.
+// four sub-blocks; Q8_0, Q4_0, IQ4_NL: one 32-element block; IQ4_XS and the
+// grid formats IQ3_XXS, IQ3_S, IQ2_S: one 32-element sub-block). A piece's
+// weights are decoded once and multiplied with every token of the pass.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -15,6 +15,7 @@
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/int8_acts.h"
+#include "backend/cuda/iq_grids.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 
@@ -296,6 +297,141 @@ struct Int8Format<GgmlType::IQ4_XS> {
   }
 };
 
+// The grid formats (IQ3_XXS, IQ3_S, IQ2_S; 98-, 110- and 82-byte blocks, only
+// 2-byte aligned): each grid index names 4 (IQ3) or 8 (IQ2) unsigned values,
+// each value's sign comes from a sign bit, and the sub-block's integer scale
+// s gives its weights d s / 4 (IQ3_XXS: s = 2 ls + 1), d s (IQ3_S: s = 2 ls
+// + 1) or d s / 8 (IQ2_S, one s per 16 elements: s = 2 ls + 1), the
+// dequantisers' (0.5 + ls) / 2, 1 + 2 ls and (0.5 + ls) / 4 as integers.
+// Piece pp is sub-block pp; its 32 codes are words c[0..7] in element order.
+// K-style activations, as the CPU's products of these formats round them.
+struct GridPiece {
+  uint32_t c[8];
+  int s[2];  // the integer scales of elements 0..15 and 16..31 (equal but for IQ2_S)
+  float d;   // d / 4, d or d / 8: the block scale with the power of two of the format
+};
+__device__ __forceinline__ float grid_piece_dot(const GridPiece& w, const ActRow& x, int64_t sb, int pp) {
+  const int8_t* a = x.q + sb * 256 + 32 * pp;
+  const uint4 a0 = reinterpret_cast<const uint4*>(a)[0], a1 = reinterpret_cast<const uint4*>(a)[1];
+  const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+  int s0 = 0, s1 = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    s0 = __dp4a(int(w.c[i]), av[i], s0);
+    s1 = __dp4a(int(w.c[4 + i]), av[4 + i], s1);
+  }
+  return x.d[sb] * w.d * float(w.s[0] * s0 + w.s[1] * s1);
+}
+
+// IQ3_XXS: sub-block pp's 8 grid indices are qs[8pp, 8pp + 8) (index k: elements
+// 4k..4k + 3); its word at 66 + 4pp holds four 7-bit sign indices (one per 8
+// elements) and the scale ls in its top 4 bits.
+template <>
+struct Int8Format<GgmlType::IQ3_XXS> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t idx[2], aux;
+    uint16_t d;
+  };
+  using Piece = GridPiece;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockIQ3_XXS);
+    r.d = *reinterpret_cast<const uint16_t*>(blk);
+    r.idx[0] = ld_u32(blk + 2 + 8 * pp);
+    r.idx[1] = ld_u32(blk + 6 + 8 * pp);
+    r.aux = ld_u32(blk + 66 + 4 * pp);
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const uint32_t signs = iq_sign_byte((r.aux >> (7 * l)) & 127u);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int k = 2 * l + half;
+        w.c[k] = signed_codes(kIQ3XXSGridDevice.v[(r.idx[k / 4] >> (8 * (k % 4))) & 0xFFu], signs >> (4 * half));
+      }
+    }
+    w.s[0] = w.s[1] = 2 * int(r.aux >> 28) + 1;
+    w.d = 0.25f * h2f(r.d);
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    return grid_piece_dot(w, x, sb, pp);
+  }
+};
+
+// IQ3_S: index k of sub-block pp is qs[8pp + k] with bit k of qh[pp] as its
+// ninth bit; signs[4pp, 4pp + 4) hold one sign bit per element; the scale is
+// nibble pp % 2 of scales[pp / 2].
+template <>
+struct Int8Format<GgmlType::IQ3_S> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t idx[2], signs;
+    uint16_t d;
+    uint8_t qh, scale;
+  };
+  using Piece = GridPiece;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockIQ3_S);
+    r.d = *reinterpret_cast<const uint16_t*>(blk);
+    r.idx[0] = ld_u32(blk + 2 + 8 * pp);
+    r.idx[1] = ld_u32(blk + 6 + 8 * pp);
+    r.qh = blk[66 + pp];
+    r.signs = ld_u32(blk + 74 + 4 * pp);
+    r.scale = blk[106 + pp / 2];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int pp, Piece& w) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t index = ((r.idx[k / 4] >> (8 * (k % 4))) & 0xFFu) | ((uint32_t(r.qh) >> k & 1u) << 8);
+      w.c[k] = signed_codes(kIQ3SGridDevice.v[index], r.signs >> (4 * k));
+    }
+    w.s[0] = w.s[1] = 2 * int((r.scale >> (4 * (pp % 2))) & 0xF) + 1;
+    w.d = h2f(r.d);
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    return grid_piece_dot(w, x, sb, pp);
+  }
+};
+
+// IQ2_S: index l (elements 8l..8l + 7) of sub-block pp is qs[4pp + l] with bits
+// 2l, 2l + 1 of qh[pp] above it, its 8 sign bits qs[32 + 4pp + l]; scales[pp]
+// holds the scale of elements 0..15 in its low nibble, of 16..31 in its high one.
+template <>
+struct Int8Format<GgmlType::IQ2_S> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t idx, signs;
+    uint16_t d;
+    uint8_t qh, scales;
+  };
+  using Piece = GridPiece;
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockIQ2_S);
+    r.d = *reinterpret_cast<const uint16_t*>(blk);
+    r.idx = ld_u32(blk + 2 + 4 * pp);
+    r.signs = ld_u32(blk + 34 + 4 * pp);
+    r.qh = blk[66 + pp];
+    r.scales = blk[74 + pp];
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
+#pragma unroll
+    for (int l = 0; l < 4; ++l) {
+      const uint32_t index = ((r.idx >> (8 * l)) & 0xFFu) | ((uint32_t(r.qh) >> (2 * l) & 3u) << 8);
+      const uint64_t g = kIQ2SGridDevice.v[index];
+      const uint32_t signs = r.signs >> (8 * l);
+      w.c[2 * l] = signed_codes(uint32_t(g), signs);
+      w.c[2 * l + 1] = signed_codes(uint32_t(g >> 32), signs >> 4);
+    }
+    w.s[0] = 2 * int(r.scales & 0xF) + 1;
+    w.s[1] = 2 * int(r.scales >> 4) + 1;
+    w.d = 0.125f * h2f(r.d);
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
+    return grid_piece_dot(w, x, sb, pp);
+  }
+};
+
 // R rows (row0.. ; rows past the matrix repeat its last row, computed and never
 // written) against NT activation rows; acc[r][t] ends in every lane. Each lane
 // loads U pieces of every row before multiplying any, so that many loads are in
@@ -355,6 +491,9 @@ bool dispatch_int8(GgmlType t, F&& f) {
     case GgmlType::Q5_K: f.template operator()<GgmlType::Q5_K>(); return true;
     case GgmlType::Q6_K: f.template operator()<GgmlType::Q6_K>(); return true;
     case GgmlType::IQ4_XS: f.template operator()<GgmlType::IQ4_XS>(); return true;
+    case GgmlType::IQ3_XXS: f.template operator()<GgmlType::IQ3_XXS>(); return true;
+    case GgmlType::IQ3_S: f.template operator()<GgmlType::IQ3_S>(); return true;
+    case GgmlType::IQ2_S: f.template operator()<GgmlType::IQ2_S>(); return true;
     default: return false;
   }
 }
