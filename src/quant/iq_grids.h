@@ -6,7 +6,6 @@
 // per element for the 3-valued grids, 4-bit nibbles holding a 3-bit code for
 // the 8-valued IQ3 grids), in hex, and each code indexes the grid's list of values.
 #pragma once
-#include <cstddef>
 #include <cstdint>
 
 namespace ember::quant::iq {

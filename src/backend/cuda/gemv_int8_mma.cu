@@ -529,12 +529,12 @@ struct MmaIQ3 {
       const uint32_t signs = iq_sign_byte((r.aux[h][i] >> (7 * q)) & 127u);
       c[0] = signed_codes(kIQ3XXSGridDevice.v[i2 & 0xFFu], signs);
       c[1] = signed_codes(kIQ3XXSGridDevice.v[i2 >> 8], signs >> 4);
-      scale = 2 * int(r.aux[h][i] >> 28) + 1;
+      scale = grid_scale(r.aux[h][i] >> 28);
     } else {
       const uint32_t ninth = r.qh[h] >> (8 * i + 2 * q);
       c[0] = signed_codes(kIQ3SGridDevice.v[(i2 & 0xFFu) | ((ninth & 1u) << 8)], r.aux[h][i]);
       c[1] = signed_codes(kIQ3SGridDevice.v[(i2 >> 8) | ((ninth & 2u) << 7)], r.aux[h][i] >> 4);
-      scale = 2 * int((r.scales[h] >> (4 * i)) & 0xF) + 1;
+      scale = grid_scale(r.scales[h] >> (4 * i));
     }
   }
   template <int TW>
@@ -557,8 +557,7 @@ struct MmaIQ3 {
         for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
       }
     }
-    const float scale = kXXS ? 0.25f : 1.f;
-    const float d[2] = {scale * h2f(r.d[0]), scale * h2f(r.d[1])};
+    const float d[2] = {grid_d<T>(r.d[0]), grid_d<T>(r.d[1])};
     add_super_block_terms(ab, x, sb, d, isum, acc);
   }
 };
@@ -604,7 +603,7 @@ struct MmaFormat<GgmlType::IQ2_S> {
     const uint32_t ninth = (r.qh[h] >> (8 * i + 2 * l)) & 3u;
     const uint32_t index = ((r.idx[h][i] >> (8 * l)) & 0xFFu) | (ninth << 8);
     const uint32_t g = reinterpret_cast<const uint32_t*>(kIQ2SGridDevice.v)[2 * index + (q & 1)];
-    scale = 2 * int((r.scales[h] >> (8 * i + 4 * f)) & 0xF) + 1;
+    scale = grid_scale(r.scales[h] >> (8 * i + 4 * f));
     return signed_codes(g, r.signs[h][i] >> (8 * l + 4 * (q & 1)));
   }
   template <int TW>
@@ -627,7 +626,7 @@ struct MmaFormat<GgmlType::IQ2_S> {
         for (int e = 0; e < 4; ++e) isum[t][e] += sc[0][e / 2] * p0[e] + sc[1][e / 2] * p1[e];
       }
     }
-    const float d[2] = {0.125f * h2f(r.d[0]), 0.125f * h2f(r.d[1])};
+    const float d[2] = {grid_d<GgmlType::IQ2_S>(r.d[0]), grid_d<GgmlType::IQ2_S>(r.d[1])};
     add_super_block_terms(ab, x, sb, d, isum, acc);
   }
 };

@@ -188,14 +188,32 @@ struct Int8Format<GgmlType::Q6_K> {
   }
 };
 
+// The 32 activation codes at a (16-byte aligned) as eight words.
+__device__ __forceinline__ void act_words32(const int8_t* a, int (&av)[8]) {
+  const uint4 a0 = reinterpret_cast<const uint4*>(a)[0], a1 = reinterpret_cast<const uint4*>(a)[1];
+  av[0] = int(a0.x), av[1] = int(a0.y), av[2] = int(a0.z), av[3] = int(a0.w);
+  av[4] = int(a1.x), av[5] = int(a1.y), av[6] = int(a1.z), av[7] = int(a1.w);
+}
 // The exact sum of 32 weight codes (eight words: elements 0..31 in order) times
 // the 32 activation codes at a: the integer sum of a 32-element block or sub-block.
 __device__ __forceinline__ int codes_dot32(const uint32_t (&c)[8], const int8_t* a) {
-  const uint4 a0 = reinterpret_cast<const uint4*>(a)[0], a1 = reinterpret_cast<const uint4*>(a)[1];
-  const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
+  int av[8];
+  act_words32(a, av);
   int s = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) s = __dp4a(int(c[i]), av[i], s);
+  return s;
+}
+// The same over elements 0..15 (x) and 16..31 (y) apart, for a scale per half (IQ2_S).
+__device__ __forceinline__ int2 codes_dot16x2(const uint32_t (&c)[8], const int8_t* a) {
+  int av[8];
+  act_words32(a, av);
+  int2 s = make_int2(0, 0);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    s.x = __dp4a(int(c[i]), av[i], s.x);
+    s.y = __dp4a(int(c[4 + i]), av[4 + i], s.y);
+  }
   return s;
 }
 
@@ -299,28 +317,18 @@ struct Int8Format<GgmlType::IQ4_XS> {
 
 // The grid formats (IQ3_XXS, IQ3_S, IQ2_S; 98-, 110- and 82-byte blocks, only
 // 2-byte aligned): each grid index names 4 (IQ3) or 8 (IQ2) unsigned values,
-// each value's sign comes from a sign bit, and the sub-block's integer scale
-// s gives its weights d s / 4 (IQ3_XXS: s = 2 ls + 1), d s (IQ3_S: s = 2 ls
-// + 1) or d s / 8 (IQ2_S, one s per 16 elements: s = 2 ls + 1), the
-// dequantisers' (0.5 + ls) / 2, 1 + 2 ls and (0.5 + ls) / 4 as integers.
+// each value's sign comes from a sign bit, and the sub-block's weights are
+// grid_d(d) times its integer scale (iq_grids.cuh; IQ2_S one per 16 elements).
 // Piece pp is sub-block pp; its 32 codes are words c[0..7] in element order.
 // K-style activations, as the CPU's products of these formats round them.
 struct GridPiece {
   uint32_t c[8];
   int s[2];  // the integer scales of elements 0..15 and 16..31 (equal but for IQ2_S)
-  float d;   // d / 4, d or d / 8: the block scale with the power of two of the format
+  float d;   // grid_d of the block scale
 };
 __device__ __forceinline__ float grid_piece_dot(const GridPiece& w, const ActRow& x, int64_t sb, int pp) {
-  const int8_t* a = x.q + sb * 256 + 32 * pp;
-  const uint4 a0 = reinterpret_cast<const uint4*>(a)[0], a1 = reinterpret_cast<const uint4*>(a)[1];
-  const int av[8] = {int(a0.x), int(a0.y), int(a0.z), int(a0.w), int(a1.x), int(a1.y), int(a1.z), int(a1.w)};
-  int s0 = 0, s1 = 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    s0 = __dp4a(int(w.c[i]), av[i], s0);
-    s1 = __dp4a(int(w.c[4 + i]), av[4 + i], s1);
-  }
-  return x.d[sb] * w.d * float(w.s[0] * s0 + w.s[1] * s1);
+  const int2 h = codes_dot16x2(w.c, x.q + sb * 256 + 32 * pp);
+  return x.d[sb] * w.d * float(w.s[0] * h.x + w.s[1] * h.y);
 }
 
 // IQ3_XXS: sub-block pp's 8 grid indices are qs[8pp, 8pp + 8) (index k: elements
@@ -351,8 +359,8 @@ struct Int8Format<GgmlType::IQ3_XXS> {
         w.c[k] = signed_codes(kIQ3XXSGridDevice.v[(r.idx[k / 4] >> (8 * (k % 4))) & 0xFFu], signs >> (4 * half));
       }
     }
-    w.s[0] = w.s[1] = 2 * int(r.aux >> 28) + 1;
-    w.d = 0.25f * h2f(r.d);
+    w.s[0] = w.s[1] = grid_scale(r.aux >> 28);
+    w.d = grid_d<GgmlType::IQ3_XXS>(r.d);
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
     return grid_piece_dot(w, x, sb, pp);
@@ -386,8 +394,8 @@ struct Int8Format<GgmlType::IQ3_S> {
       const uint32_t index = ((r.idx[k / 4] >> (8 * (k % 4))) & 0xFFu) | ((uint32_t(r.qh) >> k & 1u) << 8);
       w.c[k] = signed_codes(kIQ3SGridDevice.v[index], r.signs >> (4 * k));
     }
-    w.s[0] = w.s[1] = 2 * int((r.scale >> (4 * (pp % 2))) & 0xF) + 1;
-    w.d = h2f(r.d);
+    w.s[0] = w.s[1] = grid_scale(r.scale >> (4 * (pp % 2)));
+    w.d = grid_d<GgmlType::IQ3_S>(r.d);
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
     return grid_piece_dot(w, x, sb, pp);
@@ -423,9 +431,9 @@ struct Int8Format<GgmlType::IQ2_S> {
       w.c[2 * l] = signed_codes(uint32_t(g), signs);
       w.c[2 * l + 1] = signed_codes(uint32_t(g >> 32), signs >> 4);
     }
-    w.s[0] = 2 * int(r.scales & 0xF) + 1;
-    w.s[1] = 2 * int(r.scales >> 4) + 1;
-    w.d = 0.125f * h2f(r.d);
+    w.s[0] = grid_scale(r.scales);
+    w.s[1] = grid_scale(r.scales >> 4);
+    w.d = grid_d<GgmlType::IQ2_S>(r.d);
   }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
     return grid_piece_dot(w, x, sb, pp);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "backend/cuda/dequant.cuh"
 #include "quant/iq_grids.h"
 
 namespace ember::cuda {
@@ -25,5 +26,18 @@ __device__ __forceinline__ uint32_t signed_codes(uint32_t g, uint32_t s) {
 // The sign byte of a 7-bit sign index (quant::iq::ksigns): bit 7 makes the
 // number of minus signs even.
 __device__ __forceinline__ uint32_t iq_sign_byte(uint32_t i7) { return i7 | ((__popc(i7) & 1u) << 7); }
+
+// A sub-block's integer scale from its 4-bit field ls (higher bits ignored):
+// 2 ls + 1, and the block scale d with the format's power of two (grid_d),
+// so that d' s equals the dequantisers' d (0.5 + ls) / 2 (IQ3_XXS), d (1 + 2 ls)
+// (IQ3_S) and d (0.5 + ls) / 4 (IQ2_S).
+__device__ __forceinline__ int grid_scale(uint32_t ls) { return 2 * int(ls & 0xFu) + 1; }
+template <GgmlType T>
+__device__ __forceinline__ float grid_d(uint16_t d) {
+  static_assert(T == GgmlType::IQ3_XXS || T == GgmlType::IQ3_S || T == GgmlType::IQ2_S);
+  if constexpr (T == GgmlType::IQ3_XXS) return 0.25f * h2f(d);
+  else if constexpr (T == GgmlType::IQ2_S) return 0.125f * h2f(d);
+  else return h2f(d);
+}
 
 }  // namespace ember::cuda
