@@ -63,6 +63,7 @@ TEST_P(PeerGguf, MatchesPeerLogits) {
 
 INSTANTIATE_TEST_SUITE_P(All, PeerGguf,
                          ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_1", "Q3_K_M", "Q4_K_M", "Q5_K_M",
-                                           "Q6_K", "IQ4_XS"));
+                                           "Q6_K", "IQ4_XS"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
