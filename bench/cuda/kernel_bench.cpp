@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < n_copies; ++i) {
         copies.emplace_back(bytes);
         EMBER_CUDA_CHECK(cudaMemcpy(copies.back().get(), host.data(), bytes, cudaMemcpyHostToDevice));
-        to_device_layout(type, copies.back().get<uint8_t>(), bytes, nullptr);
+        to_device_layout(type, copies.back().get<uint8_t>(), bytes, k, nullptr);
       }
       // The float product, then (where the format has one) the integer product,
       // its activation rounding included in the time.

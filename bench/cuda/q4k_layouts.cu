@@ -273,7 +273,7 @@ int run(int argc, char** argv) {
     uint8_t* tmp;
     EMBER_CUDA_CHECK(cudaMalloc(&tmp, bytes));
     EMBER_CUDA_CHECK(cudaMemcpy(tmp, file.data(), bytes, cudaMemcpyHostToDevice));
-    ember::cuda::to_device_layout(ember::GgmlType::Q4_K, tmp, bytes, nullptr);
+    ember::cuda::to_device_layout(ember::GgmlType::Q4_K, tmp, bytes, k, nullptr);
     EMBER_CUDA_CHECK(cudaMemcpy(device.data(), tmp, bytes, cudaMemcpyDeviceToHost));
     EMBER_CUDA_CHECK(cudaFree(tmp));
   }

@@ -146,7 +146,7 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
   for (GgmlType type : formats) {
     const int64_t rows = 37, k = 768;  // 3 super-blocks, 24 chunks: lanes 24..31 idle
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     for (int64_t n : {1, 2, 3, 8, 13}) {
       const std::vector<float> x = random_floats(n * k, rng);
@@ -174,7 +174,7 @@ TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16}) {
     const int64_t rows = 64, k = 512;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     DeviceBuffer dx = upload(random_floats(19 * k, rng));
     std::vector<std::vector<float>> results;
@@ -200,7 +200,7 @@ struct RandomExperts {
       host.push_back(random_matrix(type, rows, k, rng));
       packed.insert(packed.end(), host.back().bytes.begin(), host.back().bytes.end());
     }
-    w = upload_in_device_layout(type, packed);
+    w = upload_in_device_layout(type, packed, k);
     dm = DeviceMatrix{type, w.get<uint8_t>(), k, rows, host[0].stride, host[0].bytes.size()};
   }
 };
@@ -513,7 +513,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
    for (int64_t k : {768, 8192}) {
     const int64_t rows = 37;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     for (int64_t n : {1, 2, 3, 8, 13, 17, 33, 64}) {
       const std::vector<float> x = random_floats(n * k, rng);
@@ -659,7 +659,7 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
     for (int64_t k : {768, 4096}) {
       const int64_t rows = 37, ldy = rows + 3, max_n = 70;
       const HostMatrix m = random_matrix(type, rows, k, rng), m2 = random_matrix(type, 19, k, rng);
-      DeviceBuffer w = upload_in_device_layout(type, m.bytes), w2 = upload_in_device_layout(type, m2.bytes);
+      DeviceBuffer w = upload_in_device_layout(type, m.bytes, k), w2 = upload_in_device_layout(type, m2.bytes, k);
       const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0}, dm2{type, w2.get<uint8_t>(), k, 19, m2.stride, 0};
       ASSERT_TRUE(int8_product_serves(dm));
       const std::vector<float> x = random_floats(max_n * k, rng);
@@ -721,7 +721,7 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
       all.insert(all.end(), experts.back().bytes.begin(), experts.back().bytes.end());
     }
     const size_t expert_stride = experts[0].bytes.size();
-    DeviceBuffer w = upload_in_device_layout(type, all);
+    DeviceBuffer w = upload_in_device_layout(type, all, k);
     const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, expert_stride};
     const std::vector<int32_t> ids = {3, 1, 0, 3};
     const std::vector<float> x = random_floats(n_tok * k, rng);
@@ -804,7 +804,7 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
     std::vector<DeviceMatrix> dm;
     for (int64_t r : rows) {
       hm.push_back(random_matrix(type, r, k, rng));
-      w.push_back(upload_in_device_layout(type, hm.back().bytes));
+      w.push_back(upload_in_device_layout(type, hm.back().bytes, k));
     }
     for (size_t i = 0; i < rows.size(); ++i) dm.push_back({type, w[i].get<uint8_t>(), k, rows[i], hm[i].stride, 0});
     for (int64_t n : {1, 3, 13}) {
@@ -882,7 +882,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         per_expert = m.bytes.size();
         (e < E ? packed : packed2).insert((e < E ? packed : packed2).end(), m.bytes.begin(), m.bytes.end());
       }
-      DeviceBuffer w = upload_in_device_layout(type, packed), w2 = upload_in_device_layout(type, packed2);
+      DeviceBuffer w = upload_in_device_layout(type, packed, k), w2 = upload_in_device_layout(type, packed2, k);
       const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, stride, per_expert};
       const DeviceMatrix dm2{type, w2.get<uint8_t>(), k, rows, stride, per_expert};
       for (const int x_div : {K, 1}) {
@@ -1003,7 +1003,7 @@ TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
       experts.push_back(random_matrix(type, rows, k, rng));
       packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
     }
-    DeviceBuffer w = upload_in_device_layout(type, packed);
+    DeviceBuffer w = upload_in_device_layout(type, packed, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
     const std::vector<int32_t> ids = {3, 0, 2, 3, 1, 2};
     const std::vector<float> x = random_floats(n_tok * k, rng);
@@ -1091,7 +1091,7 @@ TEST_F(CudaKernels, OneLaunchExpertDownGivesTheThreeKernelBits) {
         expert_bytes = m.bytes.size();
         stride = m.stride;
       }
-      DeviceBuffer w = upload_in_device_layout(type, packed);
+      DeviceBuffer w = upload_in_device_layout(type, packed, ef);
       const DeviceMatrix dm{type, w.get<uint8_t>(), ef, H, stride, expert_bytes};
       ASSERT_TRUE(moe_down_fits(dm, K)) << type_name(type) << " k=" << ef;
       std::vector<int32_t> ids(static_cast<size_t>(E));
@@ -1131,7 +1131,7 @@ TEST_F(CudaKernels, ProductsAddOntoTheirOutput) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q8_0}) {
     const int64_t rows = 40, k = 512, n = 3;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     const std::vector<float> x = random_floats(n * k, rng), base = random_floats(n * rows, rng);
     DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n, k)), plain(size_t(n * rows) * 4), added = upload(base);
@@ -1156,7 +1156,7 @@ TEST_F(CudaKernels, TensorCoreProductsMatchTheReference) {
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32}) {
     const int64_t rows = 301, k = 768;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     TensorCoreGemm gemm(rows * k, 200, k, s);
     for (int64_t n : {65, 130, 200}) {
@@ -1189,7 +1189,7 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
   for (GgmlType type : {GgmlType::Q6_K, GgmlType::BF16, GgmlType::IQ4_NL}) {
     const int64_t rows = 50, k = 256;
     const HostMatrix m = random_matrix(type, rows, k, rng);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     // Negative ids name the picks of a step before: rows 31 and 2, and a failed pick (row 0).
     const std::vector<int32_t> ids = {49, -2, 0, 17, -1, 17, -3}, picked = {2, 31, kPickNonFinite};
@@ -1232,7 +1232,7 @@ TEST_F(CudaKernels, KQuantDeviceLayoutKeepsEveryScaleAndMin) {
     m.decoded.resize(size_t(rows * k));
     for (int64_t r = 0; r < rows; ++r)
       quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes);
+    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
     DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
     std::vector<int32_t> ids(static_cast<size_t>(rows));
     for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
@@ -1243,6 +1243,58 @@ TEST_F(CudaKernels, KQuantDeviceLayoutKeepsEveryScaleAndMin) {
     const auto y = download<float>(dy, size_t(rows * k));
     // Powers of two times small integers: exact in float on both sides.
     for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], m.decoded[i]) << type_name(type) << " element " << i;
+  }
+}
+
+// Q8_0's, Q4_0's and IQ4_NL's blocks are regrouped on the device, eight a
+// group, codes before scales (block32_layout.cuh): every block of rows whose
+// length is a multiple of 256 and of rows that end in a short group (or are
+// one) must decode as the CPU decodes the file, and a row's last block must
+// not read the next row's. Random code bytes, every block a different power
+// of two as its scale, so a scale read from the wrong block shows.
+TEST_F(CudaKernels, Block32DeviceLayoutKeepsEveryBlock) {
+  std::mt19937 rng(43);
+  Tables tab;
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL}) {
+    ASSERT_TRUE(has_device_layout(type));
+    const size_t block = type_info(type).block_bytes;
+    for (int64_t k : {768, 352, 96, 32}) {
+      const int64_t rows = 29;
+      HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
+      m.bytes.resize(m.stride * size_t(rows));
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
+      for (size_t b = 0; b < m.bytes.size() / block; ++b) {
+        const uint16_t d = uint16_t(0x1C00 + ((b % 23) << 10));  // 2^-8 .. 2^14
+        std::memcpy(m.bytes.data() + b * block, &d, 2);
+      }
+      m.decoded.resize(size_t(rows * k));
+      for (int64_t r = 0; r < rows; ++r)
+        quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
+      DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
+      DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
+      std::vector<int32_t> ids(static_cast<size_t>(rows));
+      for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
+      DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
+      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+      gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto y = download<float>(dy, size_t(rows * k));
+      // Powers of two times small integers: exact in float on both sides.
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(y[i], m.decoded[i]) << type_name(type) << " k=" << k << " element " << i;
+      // The float product of rows that end in a short group, as every other format's.
+      if (k % 256 != 0) {
+        const int64_t n = 3, ldy = rows;
+        const std::vector<float> x = random_floats(n * k, rng);
+        DeviceBuffer dx = upload(x), dp(size_t(n * ldy) * 4);
+        EMBER_CUDA_CHECK(cudaMemset(dp.get(), 0xFF, dp.bytes()));
+        gemv(dm, tab.t, dx.get<float>(), k, n, dp.get<float>(), ldy, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        expect_products(m, download<float>(dp, size_t(n * ldy)), ldy, x.data(), n,
+                        std::string(type_name(type)) + " k=" + std::to_string(k));
+      }
+    }
   }
 }
 

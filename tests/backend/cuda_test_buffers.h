@@ -20,11 +20,12 @@ DeviceBuffer upload(const std::vector<T>& v) {
   return b;
 }
 
-// Weights of format t as read from a file, in the layout the device keeps them
-// (device_layout.h), as the backend's weight upload leaves them.
-inline DeviceBuffer upload_in_device_layout(GgmlType t, const std::vector<uint8_t>& bytes) {
+// Weights of format t as read from a file, rows of k elements, in the layout
+// the device keeps them (device_layout.h), as the backend's weight upload
+// leaves them.
+inline DeviceBuffer upload_in_device_layout(GgmlType t, const std::vector<uint8_t>& bytes, int64_t k) {
   DeviceBuffer b = upload(bytes);
-  to_device_layout(t, b.get<uint8_t>(), bytes.size(), nullptr);
+  to_device_layout(t, b.get<uint8_t>(), bytes.size(), k, nullptr);
   EMBER_CUDA_CHECK(cudaDeviceSynchronize());
   return b;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/block32_layout.cuh"
 #include "backend/cuda/device_matrix.h"
 #include "quant/blocks.h"
 #include "quant/iq_tables.h"
@@ -86,9 +87,23 @@ __device__ __forceinline__ uint32_t nibble_codes(uint32_t v) {
 }
 __device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
-// Elements [32c, 32c + 32) of a row in format T into y.
+// The 32 codes of block b of a Q4_0 or IQ4_NL row in the device layout, as
+// four words (low nibbles elements 0..15, high nibbles 16..31).
 template <GgmlType T>
-__device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, const IqTables& tab, float* y) {
+__device__ __forceinline__ uint4 nibble_block_words(const uint8_t* row, int64_t b) {
+  return *reinterpret_cast<const uint4*>(row + Block32Layout<T>::codes_at(b));
+}
+// The scale of block b of a row of nb blocks in the device layout.
+template <GgmlType T>
+__device__ __forceinline__ float block32_scale(const uint8_t* row, int64_t b, int64_t nb) {
+  return h2f(*reinterpret_cast<const uint16_t*>(row + Block32Layout<T>::scale_at(b, nb)));
+}
+
+// Elements [32c, 32c + 32) of a row of `chunks` such chunks in format T into
+// y, as the device keeps it (device_layout.h).
+template <GgmlType T>
+__device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, int64_t chunks, const IqTables& tab,
+                                              float* y) {
   if constexpr (T == GgmlType::F32) {
     const float4* p = reinterpret_cast<const float4*>(row) + 8 * c;
 #pragma unroll
@@ -109,13 +124,20 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, con
         y[8 * j + 2 * i + 1] = T == GgmlType::F16 ? h2f(hi) : bf2f(hi);
       }
     }
-  } else if constexpr (T == GgmlType::Q4_0) {
-    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[c];
-    const float d = h2f(b.d);
+  } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL) {
+    // 16 code bytes, 16-byte aligned, in one load (block32_layout.cuh); the
+    // same signed codes the integer products multiply.
+    const uint4 v = nibble_block_words<T>(row, c);
+    const float d = block32_scale<T>(row, c, chunks);
+    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * float((b.qs[j] & 0xF) - 8);
-      y[j + 16] = d * float((b.qs[j] >> 4) - 8);
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t lo = nibble_codes<T>(words[i]), hi = nibble_codes<T>(words[i] >> 4);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        y[4 * i + j] = d * float(int8_t(lo >> (8 * j)));
+        y[16 + 4 * i + j] = d * float(int8_t(hi >> (8 * j)));
+      }
     }
   } else if constexpr (T == GgmlType::Q4_1) {
     const BlockQ4_1& b = reinterpret_cast<const BlockQ4_1*>(row)[c];
@@ -145,26 +167,24 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, con
       y[j] = d * float((b.qs[j] & 0xF) | h0) + m;
       y[j + 16] = d * float((b.qs[j] >> 4) | h1) + m;
     }
-  } else if constexpr (T == GgmlType::Q8_0 || T == GgmlType::Q8_1) {
-    // Blocks are 2-byte aligned: the codes arrive as 16 two-byte loads.
-    using B = std::conditional_t<T == GgmlType::Q8_0, BlockQ8_0, BlockQ8_1>;
-    const B& b = reinterpret_cast<const B*>(row)[c];
-    const float d = h2f(b.d);
-    const uint16_t* q = reinterpret_cast<const uint16_t*>(b.qs);
+  } else if constexpr (T == GgmlType::Q8_0) {
+    // 32 code bytes, 16-byte aligned, in two loads (block32_layout.cuh).
+    const uint4* q = reinterpret_cast<const uint4*>(row + Block32Layout<T>::codes_at(c));
+    const float d = block32_scale<T>(row, c, chunks);
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const uint16_t v = q[j];
-      y[2 * j] = d * float(int8_t(v & 0xFF));
-      y[2 * j + 1] = d * float(int8_t(v >> 8));
-    }
-  } else if constexpr (T == GgmlType::IQ4_NL) {
-    const BlockIQ4_NL& b = reinterpret_cast<const BlockIQ4_NL*>(row)[c];
-    const float d = h2f(b.d);
+    for (int i = 0; i < 2; ++i) {
+      const uint4 v = q[i];
+      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * float(tab.iq4nl[b.qs[j] & 0xF]);
-      y[j + 16] = d * float(tab.iq4nl[b.qs[j] >> 4]);
+      for (int j = 0; j < 16; ++j) y[16 * i + j] = d * float(int8_t(words[j / 4] >> (8 * (j % 4))));
     }
+  } else if constexpr (T == GgmlType::Q8_1) {
+    // As in the file: blocks are 4-byte aligned, the codes arrive as 8 four-byte loads.
+    const BlockQ8_1& b = reinterpret_cast<const BlockQ8_1*>(row)[c];
+    const float d = h2f(b.d);
+    const uint32_t* q = reinterpret_cast<const uint32_t*>(b.qs);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) y[j] = d * float(int8_t(q[j / 4] >> (8 * (j % 4))));
   } else {
     // The 256-element super-block formats: chunk c is sub-block ib of block c / 8.
     const int ib = int(c & 7);

@@ -34,6 +34,7 @@ struct Relayout {
   GgmlType type;
   size_t offset;
   size_t bytes;
+  int64_t k;  // elements a row
 };
 
 // Walks the model's tensors in a fixed order, giving each its place; the same
@@ -66,7 +67,7 @@ class Layout {
     d.row_stride = m.row_stride;
     const size_t offset = next_;
     d.data = add(m.data, m.bytes());
-    if (has_device_layout(m.type)) relayouts_.push_back({m.type, offset, m.bytes()});
+    if (has_device_layout(m.type)) relayouts_.push_back({m.type, offset, m.bytes(), m.k});
     return d;
   }
   // Experts of one layer packed contiguously, expert e at e * expert_stride.
@@ -86,7 +87,7 @@ class Layout {
       pieces_.push_back({m.data, m.bytes(), next_});
       next_ += m.bytes();
     }
-    if (has_device_layout(m0.type)) relayouts_.push_back({m0.type, start, next_ - start});
+    if (has_device_layout(m0.type)) relayouts_.push_back({m0.type, start, next_ - start, m0.k});
     next_ = align_up(next_);
     d.data = base_ ? base_ + start : nullptr;
     return d;
@@ -223,7 +224,7 @@ DeviceWeights upload_weights(const Model& model, cudaStream_t stream) {
   }
   flush();
   // Queued behind the copies on the same stream.
-  for (const Relayout& r : L.relayouts()) to_device_layout(r.type, dw.storage.get<uint8_t>() + r.offset, r.bytes, stream);
+  for (const Relayout& r : L.relayouts()) to_device_layout(r.type, dw.storage.get<uint8_t>() + r.offset, r.bytes, r.k, stream);
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (auto& e : done) cudaEventDestroy(e);
   progress.at(L.total());

@@ -34,7 +34,7 @@ __global__ void decode_to_bf16(const uint8_t* W, size_t stride, int64_t rows, in
   if (i >= rows * chunks) return;
   const int64_t r = i / chunks, c = i % chunks;
   float w[32];
-  dequant_chunk<T>(W + size_t(r) * stride, c, tab, w);
+  dequant_chunk<T>(W + size_t(r) * stride, c, chunks, tab, w);
   __align__(16) __nv_bfloat162 h[16];
 #pragma unroll
   for (int j = 0; j < 16; ++j) h[j] = __floats2bfloat162_rn(w[2 * j], w[2 * j + 1]);

@@ -81,7 +81,7 @@ __global__ void gather_kernel(const uint8_t* W, size_t stride, int64_t rows, int
   const uint8_t* row = W + size_t(id) * stride;
   for (int64_t c = threadIdx.x; c < k / 32; c += blockDim.x) {
     float w[32];
-    dequant_chunk<T>(row, c, tab, w);
+    dequant_chunk<T>(row, c, k / 32, tab, w);
 #pragma unroll
     for (int j = 0; j < 32; ++j) Y[t * k + 32 * c + j] = w[j] * scale;
   }

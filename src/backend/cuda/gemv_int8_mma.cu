@@ -331,28 +331,20 @@ __device__ __forceinline__ void block32_terms(const uint32_t (&a)[4], const floa
     add_scaled_terms(ab, x[t], blk, d, prod, acc[t]);
   }
 }
-// The half-precision scales (the first two bytes) of 2N consecutive blocks
-// from `first`, two a word; block_scale gives block b's as a float.
-template <class Block, int N>
-__device__ __forceinline__ void load_block_scales(const uint8_t* first, uint32_t (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    d[i] = uint32_t(*reinterpret_cast<const uint16_t*>(first + 2 * i * sizeof(Block))) |
-           uint32_t(*reinterpret_cast<const uint16_t*>(first + (2 * i + 1) * sizeof(Block))) << 16;
-}
+// Block b's scale from a group's eight scales as loaded, two a word.
 template <int N>
 __device__ __forceinline__ float block_scale(const uint32_t (&d)[N], int b) {
   return h2f(uint16_t(d[b / 2] >> (16 * (b % 2))));
 }
 
-// Q8_0: a super-block of 256 elements is eight Q8_0 blocks of 34 bytes (a
-// half-precision scale, then 32 codes), only 2-byte aligned. Lane q takes
-// bytes [8q, 8q + 8) of each block's codes as the fragment's elements
+// Q8_0: a super-block of 256 elements is eight Q8_0 blocks (32 codes and a
+// half-precision scale each), in the device layout: the eight blocks' codes,
+// then their eight scales (block32_layout.cuh). Lane q takes bytes [8q, 8q + 8)
+// of each block's codes, one 8-byte load, as the fragment's elements
 // 4q..4q + 3 and 16 + 4q..16 + 4q + 3, and the activations (Int8Style::Q8_0:
 // plain order, a scale per 32) of those same bytes as one 8-byte load. Each
 // block adds its own term, in block order, to the super-block's class sum.
-// A super-block's weights come in two loads of four blocks: all eight blocks
-// of both rows, held twice over while the next ones load, spilled.
+// A super-block's weights come in two loads of four blocks.
 template <>
 struct MmaFormat<GgmlType::Q8_0> {
   static constexpr Int8Style kStyle = Int8Style::Q8_0;
@@ -361,19 +353,21 @@ struct MmaFormat<GgmlType::Q8_0> {
   static constexpr int kParts = 2;
   struct Raw {
     uint32_t q[2][4][2];  // [row g, g + 8][block of the part][word]
-    uint32_t d[2][2];     // the blocks' scales, two halves a word
+    uint32_t d[2][2];     // the part's four scales, two halves a word
   };
   __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int part, int q, Raw& r) {
+    using L = Block32Layout<GgmlType::Q8_0>;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* first = row[h] + size_t(8 * sb + 4 * part) * sizeof(BlockQ8_0);
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
-        const uint8_t* blk = first + b * sizeof(BlockQ8_0);
-        r.q[h][b][0] = ld_u32(blk + 2 + 8 * q);
-        r.q[h][b][1] = ld_u32(blk + 6 + 8 * q);
+        const uint2 v = *reinterpret_cast<const uint2*>(row[h] + L::codes_at(8 * sb + 4 * part + b) + 8 * q);
+        r.q[h][b][0] = v.x;
+        r.q[h][b][1] = v.y;
       }
-      load_block_scales<BlockQ8_0>(first, r.d[h]);
+      const uint2 d = *reinterpret_cast<const uint2*>(row[h] + L::group_scales_at(sb) + 8 * part);
+      r.d[h][0] = d.x;
+      r.d[h][1] = d.y;
     }
   }
   template <int TW>
@@ -389,13 +383,14 @@ struct MmaFormat<GgmlType::Q8_0> {
   }
 };
 
-// Q4_0 and IQ4_NL (18-byte blocks: a half-precision scale, then 16 bytes
-// whose low nibbles are elements 0..15 and high nibbles 16..31, codes minus 8
-// or from the IQ4 table; only 2-byte aligned): lane q's bytes [4q, 4q + 4)
-// hold exactly the fragment's elements 4q..4q + 3 (low nibbles) and
-// 16 + 4q..16 + 4q + 3 (high), so weights and activations keep the block's
-// own order. Meet Q8_0-style activations, as the CPU's products do. A
-// super-block's eight blocks come in one load.
+// Q4_0 and IQ4_NL (blocks of a half-precision scale and 16 bytes whose low
+// nibbles are elements 0..15 and high nibbles 16..31, codes minus 8 or from
+// the IQ4 table; in the device layout as Q8_0's): lane q's bytes [4q, 4q + 4)
+// of a block hold exactly the fragment's elements 4q..4q + 3 (low nibbles)
+// and 16 + 4q..16 + 4q + 3 (high), so weights and activations keep the
+// block's own order. Meet Q8_0-style activations, as the CPU's products do.
+// A super-block's eight blocks come in one load: eight 4-byte words of codes
+// and one 16-byte word of scales a row.
 template <GgmlType T>
 struct MmaNibble32 {
   static constexpr Int8Style kStyle = Int8Style::Q8_0;
@@ -407,12 +402,13 @@ struct MmaNibble32 {
     uint32_t d[2][4];  // the blocks' scales, two halves a word
   };
   __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
+    using L = Block32Layout<T>;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* first = row[h] + size_t(8 * sb) * sizeof(BlockQ4_0);
 #pragma unroll
-      for (int b = 0; b < 8; ++b) r.q[h][b] = ld_u32(first + b * sizeof(BlockQ4_0) + 2 + 4 * q);
-      load_block_scales<BlockQ4_0>(first, r.d[h]);
+      for (int b = 0; b < 8; ++b) r.q[h][b] = *reinterpret_cast<const uint32_t*>(row[h] + L::codes_at(8 * sb + b) + 4 * q);
+      const uint4 d = *reinterpret_cast<const uint4*>(row[h] + L::group_scales_at(sb));
+      r.d[h][0] = d.x, r.d[h][1] = d.y, r.d[h][2] = d.z, r.d[h][3] = d.w;
     }
   }
   template <int TW>

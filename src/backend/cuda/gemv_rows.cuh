@@ -62,7 +62,7 @@ __device__ __forceinline__ void rows_dot(const uint8_t* W, size_t stride, int64_
   for (int64_t c = lane; c < n_chunks; c += 32) {
     float w[R][32];
 #pragma unroll
-    for (int r = 0; r < R; ++r) dequant_chunk<T>(row[r], c, tab, w[r]);
+    for (int r = 0; r < R; ++r) dequant_chunk<T>(row[r], c, n_chunks, tab, w[r]);
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       const float4* xv = reinterpret_cast<const float4*>(x[t] + 32 * c);

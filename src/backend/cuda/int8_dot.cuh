@@ -217,10 +217,11 @@ __device__ __forceinline__ int2 codes_dot16x2(const uint32_t (&c)[8], const int8
   return s;
 }
 
-// Q8_0 (34-byte blocks of 32 codes and a half-precision scale, only 2-byte
-// aligned): piece pp (0..7) of a 256-element block is its Q8_0 block pp, met
-// with activations in the Q8_0 style (one scale per 32, int8_acts.h), as the
-// CPU multiplies them.
+// Q8_0 (blocks of 32 codes and a half-precision scale, in the device layout:
+// a super-block's eight blocks' codes, 16-byte aligned, then their scales,
+// block32_layout.cuh): piece pp (0..7) of a 256-element block is its Q8_0
+// block pp, met with activations in the Q8_0 style (one scale per 32,
+// int8_acts.h), as the CPU multiplies them.
 template <>
 struct Int8Format<GgmlType::Q8_0> {
   static constexpr int kPieces = 8;
@@ -230,10 +231,12 @@ struct Int8Format<GgmlType::Q8_0> {
   };
   using Piece = Raw;
   __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
-    const uint8_t* blk = row + size_t(8 * sb + pp) * sizeof(BlockQ8_0);
-    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk));
-#pragma unroll
-    for (int i = 0; i < 8; ++i) r.q[i] = ld_u32(blk + 2 + 4 * i);
+    using L = Block32Layout<GgmlType::Q8_0>;
+    const uint4* q = reinterpret_cast<const uint4*>(row + L::codes_at(8 * sb + pp));
+    const uint4 q0 = q[0], q1 = q[1];
+    r.q[0] = q0.x, r.q[1] = q0.y, r.q[2] = q0.z, r.q[3] = q0.w;
+    r.q[4] = q1.x, r.q[5] = q1.y, r.q[6] = q1.z, r.q[7] = q1.w;
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(row + L::group_scales_at(sb) + 2 * pp));
   }
   __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) { w = r; }
   __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int pp) {
@@ -241,13 +244,13 @@ struct Int8Format<GgmlType::Q8_0> {
   }
 };
 
-// Q4_0 and IQ4_NL (18-byte blocks of a half-precision scale and 16 bytes, low
-// nibbles elements 0..15, high nibbles 16..31; codes minus 8, or from the IQ4
-// table; only 2-byte aligned): piece pp (0..7) of a 256-element block is its
-// block pp, met with activations in the Q8_0 style, as the CPU multiplies them.
+// Q4_0 and IQ4_NL (blocks of a half-precision scale and 16 bytes, low nibbles
+// elements 0..15, high nibbles 16..31; codes minus 8, or from the IQ4 table;
+// in the device layout as Q8_0's): piece pp (0..7) of a 256-element block is
+// its block pp, met with activations in the Q8_0 style, as the CPU multiplies
+// them.
 template <GgmlType T>
 struct Nibble32Format {
-  static_assert(sizeof(BlockQ4_0) == sizeof(BlockIQ4_NL));
   static constexpr int kPieces = 8;
   struct Raw {
     uint32_t q[4];
@@ -255,10 +258,9 @@ struct Nibble32Format {
   };
   using Piece = Int8Format<GgmlType::Q8_0>::Piece;  // the block's 32 codes, as Q8_0 keeps them
   __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
-    const uint8_t* blk = row + size_t(8 * sb + pp) * sizeof(BlockQ4_0);
-    r.d = h2f(*reinterpret_cast<const uint16_t*>(blk));
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.q[i] = ld_u32(blk + 2 + 4 * i);
+    const uint4 q = nibble_block_words<T>(row, 8 * sb + pp);
+    r.q[0] = q.x, r.q[1] = q.y, r.q[2] = q.z, r.q[3] = q.w;
+    r.d = h2f(*reinterpret_cast<const uint16_t*>(row + Block32Layout<T>::group_scales_at(sb) + 2 * pp));
   }
   __device__ __forceinline__ static void decode(const Raw& r, int, Piece& w) {
 #pragma unroll

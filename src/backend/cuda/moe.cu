@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const uint
   float w[C][32];
 #pragma unroll
   for (int i = 0; i < C; ++i)
-    if (lane + 32 * i < n_chunks) dequant_chunk<T>(row, lane + 32 * i, tab, w[i]);
+    if (lane + 32 * i < n_chunks) dequant_chunk<T>(row, lane + 32 * i, n_chunks, tab, w[i]);
   // Pass p of the norm: thread t takes elements 8t .. 8t + 7 of [2,048 p, 2,048 (p + 1)), as
   // rmsnorm_round_kernel's warp j takes 256-element block j.
   const bool normed_here = norm.x != nullptr;
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kRouterThreads) router_route_kernel(const uint
       if (lane + 32 * i < n_chunks) acc += staged_chunk_dot<T>(w[i], staged, lane + 32 * i);
     for (int64_t c = lane + 32 * C; c < n_chunks; c += 32) {
       float wc[32];
-      dequant_chunk<T>(row, c, tab, wc);
+      dequant_chunk<T>(row, c, n_chunks, tab, wc);
       acc += staged_chunk_dot<T>(wc, staged, c);
     }
     acc = warp_sum(acc);
