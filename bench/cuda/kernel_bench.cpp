@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0,
                           GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S,
-                          GgmlType::BF16, GgmlType::F16}) {
+                          GgmlType::Q3_K, GgmlType::BF16, GgmlType::F16}) {
       if (!formats.empty() && formats.find("," + std::string(type_name(type)) + ",") == std::string::npos) continue;
       // 64 distinct quantised rows, repeated: the bytes a product reads are what matter here.
       const size_t stride = row_bytes(type, k), bytes = stride * size_t(rows);

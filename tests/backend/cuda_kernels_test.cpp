@@ -507,7 +507,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   std::mt19937 rng(20261203);
   Tables tab;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
-                        GgmlType::IQ2_S}) {
+                        GgmlType::IQ2_S, GgmlType::Q3_K}) {
    ASSERT_TRUE(has_int8_product(type));
    // 3 super-blocks (Q4_K 12 pieces, Q6_K 24 per row: lanes idle), and a real FFN width.
    for (int64_t k : {768, 8192}) {
@@ -746,9 +746,10 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   EXPECT_EQ(int8_style_of(GgmlType::Q4_0), Int8Style::Q8_0);
   EXPECT_EQ(int8_style_of(GgmlType::IQ4_NL), Int8Style::Q8_0);
   EXPECT_EQ(int8_style_of(GgmlType::IQ4_XS), Int8Style::K);
-  for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S})
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S,
+                     GgmlType::Q3_K})
     EXPECT_TRUE(has_int8_product(t)) << type_name(t);
-  for (GgmlType t : {GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S}) EXPECT_EQ(int8_style_of(t), Int8Style::K) << type_name(t);
+  for (GgmlType t : {GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) EXPECT_EQ(int8_style_of(t), Int8Style::K) << type_name(t);
   // Every format with an integer product rounds its activations as the CPU does for it.
   for (uint32_t i = 0; i <= 30; ++i)
     if (type_info(GgmlType(i)).known && has_int8_product(GgmlType(i)))
@@ -797,7 +798,7 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
-                        GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S}) {
+                        GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -873,7 +874,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
 
     for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
-                          GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S}) {
+                          GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) {
       std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
       size_t stride = 0, per_expert = 0;
       for (int e = 0; e < 2 * E; ++e) {
@@ -996,7 +997,7 @@ TEST_F(CudaKernels, Int8ExpertProductsReadTheChosenExpert) {
   std::mt19937 rng(13);
   const int64_t E = 4, rows = 45, k = 512, K = 2, n_tok = 3;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ3_XXS,
-                        GgmlType::IQ3_S, GgmlType::IQ2_S}) {
+                        GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) {
     std::vector<HostMatrix> experts;
     std::vector<uint8_t> packed;
     for (int e = 0; e < E; ++e) {
@@ -1075,7 +1076,7 @@ TEST_F(CudaKernels, FusedNormAndGateRoundAsTheUnfusedKernels) {
 TEST_F(CudaKernels, OneLaunchExpertDownGivesTheThreeKernelBits) {
   std::mt19937 rng(29);
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::IQ3_XXS,
-                        GgmlType::IQ3_S, GgmlType::IQ2_S})
+                        GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K})
     for (const auto& [ef, H, K] : {std::tuple{int64_t(768), int64_t(300), 8}, std::tuple{int64_t(512), int64_t(70), 6},
                                    std::tuple{int64_t(1024), int64_t(130), 4}, std::tuple{int64_t(1536), int64_t(64), 16},
                                    std::tuple{int64_t(4096), int64_t(40), 2}, std::tuple{int64_t(256), int64_t(33), 3},

@@ -180,7 +180,7 @@ Preset shortened(const std::string& name, int layers) {
   return p;
 }
 
-// Every product of the Q4_K, Q5_K, IQ4_XS, IQ3_XXS and Q8_0 mixes rounds its activations to 8
+// Every product of the Q4_K, Q5_K, IQ4_XS, IQ3_XXS, Q3_K and Q8_0 mixes rounds its activations to 8
 // bits as the CPU's does (Int8Style::K, Int8Style::Q8_0) in steps of one and of
 // 16 tokens (those of 65 and more, prefill, take the bfloat16 tensor-core
 // products): held to the CPU's own drift.
@@ -188,9 +188,9 @@ Preset shortened(const std::string& name, int layers) {
 // to 95%: their top logits are often within the drift above (the CPU's own
 // portable and SIMD products do not agree on them either; the trained model
 // below holds that check).
-// IQ3_XXS has no SIMD product on the CPU (its portable product is its only
-// one), so its own drift is nil: it is held to the drift of the Q4_K mix of
-// the same shape and seed, measured in the same run.
+// IQ3_XXS and Q3_K have no SIMD product on the CPU (the portable product is
+// their only one), so their own drift is nil: they are held to the drift of
+// the Q4_K mix of the same shape and seed, measured in the same run.
 struct RealWidthCase {
   const char* preset;
   const char* mix;
@@ -201,6 +201,7 @@ struct RealWidthCase {
 constexpr RealWidthCase kRealWidthCases[] = {
     {"dense-1b", "F32", false, 1e-4},    {"dense-1b", "Q4_K", true, 0},    {"dense-1b", "Q8_0", true, 0},
     {"dense-1b", "Q5_K", true, 0},       {"dense-1b", "IQ4_XS", true, 0},  {"dense-1b", "IQ3_XXS", true, 0, "Q4_K"},
+    {"dense-1b", "Q3_K", true, 0, "Q4_K"},
     {"moe-30b-a3b", "F32", false, 1e-4}, {"moe-30b-a3b", "Q4_K", true, 0}, {"moe-30b-a3b", "Q8_0", true, 0},
 };
 

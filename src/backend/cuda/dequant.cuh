@@ -53,6 +53,18 @@ __device__ __forceinline__ uint32_t q6k_codes(uint32_t A, uint32_t B, uint32_t H
                               : ((B >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
   return __vsub4(v, 0x20202020u);
 }
+// Q3_K: scale i (0..15) of a block from its 12 scale bytes as three words:
+// the low nibble of byte i % 8 (high nibble past 8), two bits of byte 8 + i % 4.
+__device__ __forceinline__ int q3k_scale_of(const uint32_t (&s)[3], int i) {
+  const int low = int((s[(i % 8) / 4] >> (8 * (i % 4) + 4 * (i / 8))) & 0xFu);
+  const int high = int((s[2] >> (8 * (i % 4) + 2 * (i / 4))) & 3u);
+  return (low | (high << 4)) - 32;
+}
+// Four codes of sub-block k of a half (0..3) as signed bytes: the qs word A's
+// bits 2k, 2k + 1 of each byte under the hmask word H's bit `hbit`, minus 4.
+__device__ __forceinline__ uint32_t q3k_codes(uint32_t A, uint32_t H, int k, int hbit) {
+  return __vsub4(((A >> (2 * k)) & 0x03030303u) | (((H >> hbit) & 0x01010101u) << 2), 0x04040404u);
+}
 // Q4_0: the low nibbles of four code bytes, minus 8, as signed bytes (shift
 // the word right by 4 first for the high nibbles).
 __device__ __forceinline__ uint32_t q4_0_codes(uint32_t v) { return __vsub4(v & 0x0F0F0F0Fu, 0x08080808u); }

@@ -248,6 +248,40 @@ struct MmaFormat<GgmlType::Q4_K> : MmaK4<GgmlType::Q4_K> {};
 template <>
 struct MmaFormat<GgmlType::Q5_K> : MmaK4<GgmlType::Q5_K> {};
 
+// The formats of a scale per 16 elements laid out in halves of 128 (Q6_K,
+// Q3_K): element 128h + 32i + l has scale number 8h + 2i + l / 16. One mma
+// of 16 elements per scale: lane q takes l = 16lh + 4q .. 16lh + 4q + 3 of
+// each i in word set p = 2h + lh; codes(row, p, i) gives the lane's four codes
+// of rows g (row 0) and g + 8 (row 1), scale(row, number) their scales, d the
+// rows' block scales; one term per super-block.
+template <int TW, class Codes, class Scale>
+__device__ __forceinline__ void sixteens_product(ActBase ab, const Tokens (&x)[TW], int64_t sb, int q, const float (&d)[2],
+                                                 Codes codes, Scale scale, float (&acc)[TW][4]) {
+  int isum[TW][4];
+  clear_sums(isum);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const int half = p / 2, lh = p % 2;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int si = 8 * half + 2 * i + lh;
+      const uint32_t a0 = codes(0, p, i), a1 = codes(1, p, i);
+      const int sc[2] = {scale(0, si), scale(1, si)};
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        const uint32_t b =
+            x[t].q >= 0 ? *reinterpret_cast<const uint32_t*>(ab.q + x[t].q + sb * 256 + 128 * half + 32 * i + 16 * lh + 4 * q)
+                        : 0u;
+        int prod[4] = {0, 0, 0, 0};
+        mma_k16(prod, a0, a1, b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
+      }
+    }
+  }
+  add_super_block_terms(ab, x, sb, d, isum, acc);
+}
+
 // Q6_K: element 128h + 32i + l of a block is the low nibble (i < 2) or high
 // nibble (i >= 2) of ql[64h + 32(i % 2) + l] with bits 2i, 2i + 1 of qh[32h + l]
 // above it; its scale is scales[8h + 2i + l / 16]. One mma of 16 elements per
@@ -289,30 +323,50 @@ struct MmaFormat<GgmlType::Q6_K> {
   template <int TW>
   __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
                                                   int /*part*/, int q, float (&acc)[TW][4]) {
-    int isum[TW][4];
-    clear_sums(isum);
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const int half = p / 2, lh = p % 2;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int si = 8 * half + 2 * i + lh;  // the scale's index
-        const uint32_t a0 = codes(r, 0, p, i), a1 = codes(r, 1, p, i);
-        const int sc[2] = {int(int8_t(r.sc[0][si / 4] >> (8 * (si % 4)))), int(int8_t(r.sc[1][si / 4] >> (8 * (si % 4))))};
-#pragma unroll
-        for (int t = 0; t < TW; ++t) {
-          const uint32_t b =
-              x[t].q >= 0 ? *reinterpret_cast<const uint32_t*>(ab.q + x[t].q + sb * 256 + 128 * half + 32 * i + 16 * lh + 4 * q)
-                          : 0u;
-          int prod[4] = {0, 0, 0, 0};
-          mma_k16(prod, a0, a1, b);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) isum[t][e] += sc[e / 2] * prod[e];
-        }
-      }
-    }
     const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
-    add_super_block_terms(ab, x, sb, d, isum, acc);
+    sixteens_product(
+        ab, x, sb, q, d, [&](int h, int p, int i) { return codes(r, h, p, i); },
+        [&](int h, int si) { return int(int8_t(r.sc[h][si / 4] >> (8 * (si % 4)))); }, acc);
+  }
+};
+
+// Q3_K: laid out as Q6_K (int8_dot.cuh): element 128h + 32i + l of a block has
+// its two low bits in qs[32h + l] (bits 2i, 2i + 1) and its third in bit 4h + i
+// of hmask[l]; its scale is number 2(4h + i) + l / 16. One mma of 16 elements
+// per scale: lane q takes l = 16lh + 4q .. 16lh + 4q + 3, one qs word per half
+// h and lh, one hmask word per lh, that hold its elements of all four i.
+template <>
+struct MmaFormat<GgmlType::Q3_K> {
+  static constexpr Int8Style kStyle = Int8Style::K;
+  static constexpr bool kPairs = false;
+  static constexpr int kTilesPerWarp = 4;  // as Q6_K's (not measured apart)
+  static constexpr int kParts = 1;
+  struct Raw {
+    uint32_t qs[2][4], hm[2][2];  // [row][2h + lh], [row][lh]
+    uint32_t sc[2][3];            // the 12 scale bytes of each row
+    uint16_t d[2];
+  };
+  __device__ __forceinline__ static void fetch(const uint8_t* const (&row)[2], int64_t sb, int /*part*/, int q, Raw& r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* blk = row[h] + size_t(sb) * sizeof(BlockQ3_K);  // only 2-byte aligned
+#pragma unroll
+      for (int p = 0; p < 4; ++p) r.qs[h][p] = ld_u32(blk + 32 + 32 * (p / 2) + 16 * (p % 2) + 4 * q);
+#pragma unroll
+      for (int lh = 0; lh < 2; ++lh) r.hm[h][lh] = ld_u32(blk + 16 * lh + 4 * q);
+#pragma unroll
+      for (int i = 0; i < 3; ++i) r.sc[h][i] = ld_u32(blk + 96 + 4 * i);
+      r.d[h] = *reinterpret_cast<const uint16_t*>(blk + 108);
+    }
+  }
+  template <int TW>
+  __device__ __forceinline__ static void multiply(const Raw& r, ActBase ab, const Tokens (&x)[TW], int64_t sb,
+                                                  int /*part*/, int q, float (&acc)[TW][4]) {
+    const float d[2] = {h2f(r.d[0]), h2f(r.d[1])};
+    sixteens_product(
+        ab, x, sb, q, d,
+        [&](int h, int p, int i) { return q3k_codes(r.qs[h][p], r.hm[h][p % 2], i, 4 * (p / 2) + i); },
+        [&](int h, int si) { return q3k_scale_of(r.sc[h], si); }, acc);
   }
 };
 
@@ -799,6 +853,7 @@ void dispatch(GgmlType t, F&& f) {
     case GgmlType::IQ3_XXS: f.template operator()<GgmlType::IQ3_XXS>(); return;
     case GgmlType::IQ3_S: f.template operator()<GgmlType::IQ3_S>(); return;
     case GgmlType::IQ2_S: f.template operator()<GgmlType::IQ2_S>(); return;
+    case GgmlType::Q3_K: f.template operator()<GgmlType::Q3_K>(); return;
     default: throw Error(std::string("CUDA backend: no tensor-core int8 product for format ") + type_name(t));
   }
 }

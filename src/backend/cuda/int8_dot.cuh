@@ -4,8 +4,8 @@
 // warp's sums of a few rows, in the order both keep.
 //
 // A warp takes R rows; its lanes walk each row's super-blocks one "piece" at a
-// time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K: 8 elements of each of
-// four sub-blocks; Q8_0, Q4_0, IQ4_NL: one 32-element block; IQ4_XS and the
+// time (Q4_K, Q5_K: 64 elements, two sub-blocks; Q6_K, Q3_K: 8 elements of each
+// of four sub-blocks; Q8_0, Q4_0, IQ4_NL: one 32-element block; IQ4_XS and the
 // grid formats IQ3_XXS, IQ3_S, IQ2_S: one 32-element sub-block). A piece's
 // weights are decoded once and multiplied with every token of the pass.
 #pragma once
@@ -185,6 +185,46 @@ struct Int8Format<GgmlType::Q6_K> {
       s += w.sc[k] * __dp4a(int(w.c[k][1]), int(a.y), __dp4a(int(w.c[k][0]), int(a.x), 0));
     }
     return x.d[sb] * w.d * float(s);
+  }
+};
+
+// Q3_K (110-byte blocks, only 2-byte aligned: hmask[32], qs[64], 12 scale
+// bytes, d): element 128h + 32k + l is bits 2k, 2k + 1 of qs[32h + l] with bit
+// 4h + k of hmask[l] above them, minus 4, its scale number 2(4h + k) + l / 16
+// (6 bits, minus 32). Piece p (0..7) is half h = p / 4 and l in [8g, 8g + 8),
+// g = p % 4, of its four sub-blocks, as Q6_K's pieces.
+template <>
+struct Int8Format<GgmlType::Q3_K> {
+  static constexpr int kPieces = 8;
+  struct Raw {
+    uint32_t A[2], H[2], S[3];
+    uint16_t d;
+  };
+  using Piece = Int8Format<GgmlType::Q6_K>::Piece;  // codes minus 4, the same arithmetic
+  __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int p, Raw& r) {
+    const uint8_t* blk = row + size_t(sb) * sizeof(BlockQ3_K);
+    const int h = p / 4, l0 = 8 * (p % 4);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      r.A[i] = ld_u32(blk + 32 + 32 * h + l0 + 4 * i);
+      r.H[i] = ld_u32(blk + l0 + 4 * i);
+    }
+#pragma unroll
+    for (int i = 0; i < 3; ++i) r.S[i] = ld_u32(blk + 96 + 4 * i);
+    r.d = *reinterpret_cast<const uint16_t*>(blk + 108);
+  }
+  __device__ __forceinline__ static void decode(const Raw& r, int p, Piece& w) {
+    const int h = p / 4, upper = (p % 4) >= 2;  // elements l >= 16: the sub-block's second scale
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) w.c[k][i] = q3k_codes(r.A[i], r.H[i], k, 4 * h + k);
+      w.sc[k] = q3k_scale_of(r.S, 2 * (4 * h + k) + upper);
+    }
+    w.d = h2f(r.d);
+  }
+  __device__ __forceinline__ static float dot(const Piece& w, const ActRow& x, int64_t sb, int p) {
+    return Int8Format<GgmlType::Q6_K>::dot(w, x, sb, p);
   }
 };
 
@@ -504,6 +544,7 @@ bool dispatch_int8(GgmlType t, F&& f) {
     case GgmlType::IQ3_XXS: f.template operator()<GgmlType::IQ3_XXS>(); return true;
     case GgmlType::IQ3_S: f.template operator()<GgmlType::IQ3_S>(); return true;
     case GgmlType::IQ2_S: f.template operator()<GgmlType::IQ2_S>(); return true;
+    case GgmlType::Q3_K: f.template operator()<GgmlType::Q3_K>(); return true;
     default: return false;
   }
 }
