@@ -562,6 +562,65 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
   }
 }
 
+// BF16 and F16 products on the tensor cores (gemv_float_mma.cu) against the
+// float64 product of the decoded weights and the activations as the CPU meets
+// them (BF16: rounded to bfloat16; F16: as they are): alone, with add, rows
+// and tokens that fill no tile, rows that are not whole 256-element chunks;
+// and a token's bits in any batch.
+TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
+  std::mt19937 rng(20261206);
+  Tables tab;
+  for (GgmlType type : {GgmlType::BF16, GgmlType::F16}) {
+    for (int64_t k : {768, 4096, 352}) {
+      const int64_t rows = 37, ldy = rows + 3;
+      const HostMatrix m = random_matrix(type, rows, k, rng);
+      DeviceBuffer w = upload(m.bytes);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
+      for (int64_t n : {2, 3, 8, 9, 16, 17, 33, 64, 70}) {
+        ASSERT_TRUE(float_mma_serves(dm, n));
+        std::vector<float> x = random_floats(n * k, rng);
+        DeviceBuffer dx = upload(x), dy(size_t(n * ldy) * 4);
+        EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));  // NaN everywhere: the gaps must stay so
+        gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), ldy, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto y = download<float>(dy, size_t(n * ldy));
+        if (type == GgmlType::BF16)
+          for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
+        const std::string what = std::string(type_name(type)) + " k=" + std::to_string(k) + " n=" + std::to_string(n);
+        expect_products(m, y, ldy, x.data(), n, what);
+        // With add: the products onto what Y held.
+        const std::vector<float> base = random_floats(n * ldy, rng);
+        DeviceBuffer dz = upload(base);
+        gemv(dm, tab.t, dx.get<float>(), k, n, dz.get<float>(), ldy, nullptr, nullptr, true);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto z = download<float>(dz, size_t(n * ldy));
+        double worst = 0;
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t r = 0; r < ldy; ++r) {
+            const size_t i = size_t(t * ldy + r);
+            const double want = r < rows ? double(base[i]) + double(y[i]) : double(base[i]);
+            worst = std::max(worst, std::abs(double(z[i]) - want) / (1.0 + std::abs(want)));
+          }
+        EXPECT_LE(worst, 1e-6) << what << " with add";
+      }
+      // A token's bits do not depend on the batch: every size against a step of 70.
+      const std::vector<float> x = random_floats(70 * k, rng);
+      DeviceBuffer dx = upload(x), dy(size_t(70 * rows) * 4);
+      std::vector<float> all;
+      for (int64_t n : {70, 1, 2, 5, 8, 12, 16, 19, 32, 40, 64}) {  // one token: as EMBER_CUDA_BATCH_INVARIANT=1 runs it
+        EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+        gemv_float_mma(dm, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
+        const auto y = download<float>(dy, size_t(n * rows));
+        if (all.empty()) all = y;
+        EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << type_name(type) << " k=" << k << " n=" << n;
+      }
+      gemv_float_mma(dm, dx.get<float>() + 64 * k, k, 6, dy.get<float>(), rows, nullptr);
+      const auto y = download<float>(dy, size_t(6 * rows));
+      EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << type_name(type) << " tokens 64..69";
+    }
+  }
+}
+
 // Q8_0 weights meet activations rounded as the CPU rounds theirs (int8_acts.h
 // Int8Style::Q8_0; quant::quantize_row of Q8_0): per 32 elements amax / 127 in
 // half precision, codes x / that, ties to even.
@@ -1154,7 +1213,8 @@ TEST_F(CudaKernels, TensorCoreProductsMatchTheReference) {
   Tables tab;
   cudaStream_t s = nullptr;
   EMBER_CUDA_CHECK(cudaStreamCreate(&s));
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32}) {
+  for (GgmlType type :
+       {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::IQ4_XS, GgmlType::F16, GgmlType::F32, GgmlType::BF16}) {
     const int64_t rows = 301, k = 768;
     const HostMatrix m = random_matrix(type, rows, k, rng);
     DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);

@@ -77,13 +77,18 @@ void TensorCoreGemm::run(const DeviceMatrix& W, const IqTables& tab, const float
   if (n <= 0) return;
   if (!fits(W, n)) throw Error("CUDA backend: a product larger than the tensor-core scratch");
   if (W.k % 32 != 0) throw Error("CUDA backend: rows of " + std::to_string(W.k) + " elements are not whole 32-element chunks");
-  auto* wb = weights_.get<__nv_bfloat16>();
+  const __nv_bfloat16* wb = weights_.get<__nv_bfloat16>();
   auto* xb = acts_.get<__nv_bfloat16>();
-  const int64_t chunks = W.rows * (W.k / 32);
-  auto decode = [&]<GgmlType T>() {
-    launch(decode_to_bf16<T>, unsigned((chunks + 127) / 128), 128, 0, stream_, W.data, W.row_stride, W.rows, W.k, tab, wb);
-  };
-  if (!dispatch_format(W.type, decode)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
+  if (W.type == GgmlType::BF16 && W.row_stride == size_t(W.k) * sizeof(__nv_bfloat16)) {
+    wb = reinterpret_cast<const __nv_bfloat16*>(W.data);  // already what cuBLAS reads: no copy
+  } else {
+    const int64_t chunks = W.rows * (W.k / 32);
+    auto decode = [&]<GgmlType T>() {
+      launch(decode_to_bf16<T>, unsigned((chunks + 127) / 128), 128, 0, stream_, W.data, W.row_stride, W.rows, W.k, tab,
+             weights_.get<__nv_bfloat16>());
+    };
+    if (!dispatch_format(W.type, decode)) throw Error(std::string("CUDA backend: no decoder for format ") + type_name(W.type));
+  }
   launch(round_to_bf16, unsigned((n * W.k + 255) / 256), 256, 0, stream_, X, ldx, n, W.k, xb);
   // Row-major W [rows][k] is column-major k x rows: Y^T (rows x n, ldy) = W^T-of-that times X^T.
   const float alpha = 1.f, beta = add ? 1.f : 0.f;

@@ -1,7 +1,7 @@
 // Products with many activation rows (prefill chunks, large batches) on the
 // tensor cores. The weight matrix is decoded to bfloat16 once per product into
-// a scratch buffer, the activations are rounded to bfloat16, and cuBLAS
-// multiplies the two with float32 sums.
+// a scratch buffer (BF16 weights are read where they lie), the activations are
+// rounded to bfloat16, and cuBLAS multiplies the two with float32 sums.
 //
 // Why this shape: the decode products (gemv.h) read each weight once per step
 // but spend CUDA-core instructions on every token, so past a few tens of tokens

@@ -101,6 +101,7 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
     return gemv_int8(W, *acts, Y, ldy, s, add);
   }
+  if (float_mma_serves(W, n) && ldx % 4 == 0) return gemv_float_mma(W, X, ldx, n, Y, ldy, s, add);
   auto with_format = [&]<GgmlType T>() {
     auto go = [&]<int NT>() {
       const int64_t per_block = kWarps * rows_per_warp<NT>();

@@ -72,20 +72,29 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
 // The same integer products with their integer sums made on the tensor cores
 // (gemv_int8_mma.cu), for Q4_K, Q6_K and Q8_0: every output is summed in one order
 // whatever the number of tokens, so a token's result has the same bits in any
-// batch. int8_on_tensor_cores(n) says which kernel the products above take
+// batch. tensor_core_products(n) says which kernel the products above take
 // for n tokens (ungrouped experts: n = 1, each item alone): the tensor cores
 // from two tokens on, and grouped experts always; for one token the CUDA
 // cores (gemv_int8.cu), about 20% faster there but summing in another order,
 // so a sequence alone and in a batch differ in their last bits.
 // EMBER_CUDA_BATCH_INVARIANT=1 takes the tensor cores for every n (a
 // sequence's logits then never depend on its batch).
-bool int8_on_tensor_cores(int64_t n);
+bool tensor_core_products(int64_t n);
 void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 // Expert products: per item (ids, as gemv_int8_experts) or grouped (order,
 // tiles and max_tiles, as gemv_int8_experts_grouped); n_tiles is the number
 // of items or of tiles.
 void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
                            int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
+
+// Products of BF16 and F16 weights on the tensor cores (gemv_float_mma.cu),
+// with the CPU's arithmetic (BF16: activations rounded to bfloat16; F16: float
+// activations, kept to about 22 bits), each output summed in one order
+// whatever the number of tokens. float_mma_serves: whether gemv takes them
+// for W and n tokens (tensor_core_products(n), rows of whole 32-element steps).
+bool float_mma_serves(const DeviceMatrix& W, int64_t n);
+void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
+                    bool add = false);
 
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 // ids[t] < 0 stands for picked[-1 - ids[t]] (a token the step before picked on

@@ -115,7 +115,7 @@ bool int8_product_serves(const DeviceMatrix& W) {
   return W.k % kInt8Block == 0 && has_int8_product(W.type);
 }
 
-bool int8_on_tensor_cores(int64_t n) {
+bool tensor_core_products(int64_t n) {
   static const bool invariant = [] {
     const char* v = std::getenv("EMBER_CUDA_BATCH_INVARIANT");
     return v && std::strcmp(v, "1") == 0;
@@ -135,7 +135,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
-  if (int8_on_tensor_cores(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
+  if (tensor_core_products(a.n)) return gemv_int8_mma_fused(outs, a, s, add);
   using S = DefaultShape;
   auto with_format = [&]<GgmlType T>() {
     unsigned blocks = 0;
@@ -150,7 +150,7 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
   if (n_items <= 0) return;
   const DeviceMatrix& W = *outs[0].W;
   // Each item multiplies alone.
-  if (int8_on_tensor_cores(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
+  if (tensor_core_products(1)) return gemv_int8_mma_experts(outs, ids, nullptr, nullptr, n_items, a, x_div, s);
   using S = ExpertShape;
   const ExpertPair m = expert_pair(outs, a, int64_t(S::kWarps) * S::kRows);  // checks the activations
   auto with_format = [&]<GgmlType T>() {

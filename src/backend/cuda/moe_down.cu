@@ -163,7 +163,7 @@ int pieces_per_block(GgmlType t) {
 
 bool moe_down_fits(const DeviceMatrix& down, int k_used) {
   // It rounds the gated activation itself, in the K style: the formats that read that one.
-  if (!dispatch_int8(down.type, NoLaunch{}) || int8_on_tensor_cores(1) || down.k % kInt8Block != 0 ||
+  if (!dispatch_int8(down.type, NoLaunch{}) || tensor_core_products(1) || down.k % kInt8Block != 0 ||
       down.expert_stride == 0)
     return false;
   // One expert a token (a launch without clusters) keeps the three kernels: not measured nor tested here.

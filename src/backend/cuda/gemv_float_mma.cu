@@ -1,0 +1,192 @@
+// Products of BF16 and F16 weights on the tensor cores, for steps of 2 or
+// more tokens (and every step with EMBER_CUDA_BATCH_INVARIANT=1). The float
+// products (gemv.cu) spend CUDA-core instructions on every weight and token:
+// past a few tokens they are bound by arithmetic, not by the bytes they read.
+// Here one mma.sync multiplies 16 rows by 8 tokens, so each weight is read
+// once per step and its multiplications cost a fraction of an instruction.
+//
+// The arithmetic is the CPU's (quant/matmul.cpp): BF16 weights meet the
+// activations rounded to bfloat16 (m16n8k16, exact products, float sums);
+// F16 weights meet float activations, which take two TF32 mma (m16n8k8): the
+// activation's TF32 rounding and the TF32 rounding of what that left, so the
+// product carries about 22 bits of the activation (an F16 weight is exact in
+// TF32), as close to the float product as its order of sums.
+//
+// A block takes 16 rows and J tiles of 8 tokens; its 8 warps take the row's
+// 256-element chunks by class (chunk % 8) and multiply each with all J tiles;
+// each class sums its chunks in order and the eight class sums are added in
+// class order, so a token's result is the same bits in any batch and at any
+// place in it (as gemv_int8_mma.cu's). Each lane loads 8 consecutive weights
+// of rows g and g + 8 (one 16-byte load each) and the same 8 activations of
+// token g; within an mma the order of the elements is free as long as weights
+// and activations agree on it (fragments: PTX ISA, mma.m16n8k16 / m16n8k8).
+#include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/gemv.h"
+#include "backend/cuda/launch.cuh"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;      // per block, one class of chunks each
+constexpr int kTileRows = 16;  // rows of one block (the mma's M)
+constexpr int kClasses = 8;
+constexpr int kChunkSteps = 8;  // 32-element steps of a 256-element chunk
+
+// c += a b over 16 elements, bfloat16 inputs: rows g, g + 8 (a) times token g (b).
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+// c += a b over 8 elements, TF32 inputs.
+__device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t tf32_bits(float f) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+// An F16 weight as TF32 (exact: 10 bits of mantissa, an exponent TF32 holds).
+__device__ __forceinline__ uint32_t f16_as_tf32(uint32_t word, int half) {
+  return __float_as_uint(h2f(uint16_t(word >> (16 * half))));
+}
+
+// Elements [8q, 8q + 8) of a 32-element step of both rows (a) and of one
+// token (x: eight floats, zeros where the tile has no such token) into acc.
+template <GgmlType T>
+__device__ __forceinline__ void multiply_step(const uint4 (&a)[2], const float (&x)[8], float (&acc)[4]) {
+  const uint32_t g0[4] = {a[0].x, a[0].y, a[0].z, a[0].w}, g8[4] = {a[1].x, a[1].y, a[1].z, a[1].w};
+  if constexpr (T == GgmlType::BF16) {
+    // Word m holds elements 8q + 2m, 8q + 2m + 1: words 0, 1 are one mma's k 2q.. and 2q + 8.., words 2, 3 the next's.
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      mma_bf16(acc, g0[2 * i], g8[2 * i], g0[2 * i + 1], g8[2 * i + 1], bf16_pair(x[4 * i], x[4 * i + 1]),
+               bf16_pair(x[4 * i + 2], x[4 * i + 3]));
+  } else {
+    // Mma i takes elements 8q + 2i (its k = q) and 8q + 2i + 1 (k = q + 4), twice: the
+    // activations' TF32 rounding, then that of the remainder.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t a0 = f16_as_tf32(g0[i], 0), a1 = f16_as_tf32(g8[i], 0);
+      const uint32_t a2 = f16_as_tf32(g0[i], 1), a3 = f16_as_tf32(g8[i], 1);
+      const float x0 = x[2 * i], x1 = x[2 * i + 1];
+      const uint32_t h0 = tf32_bits(x0), h1 = tf32_bits(x1);
+      mma_tf32(acc, a0, a1, a2, a3, h0, h1);
+      mma_tf32(acc, a0, a1, a2, a3, tf32_bits(x0 - __uint_as_float(h0)), tf32_bits(x1 - __uint_as_float(h1)));
+    }
+  }
+}
+
+// Block (x, y): rows [16x, 16x + 16) of W times tokens [8J y, 8J y + 8J) of
+// X; rows past the matrix repeat its last row and tokens past n multiply as
+// zeros, neither written. With add, Y += the products.
+template <GgmlType T, int J>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    float_mma_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k, const float* X, int64_t ldx, int64_t n,
+                     float* Y, int64_t ldy, bool add) {
+  const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), g = lane >> 2, q = lane & 3;
+  const int64_t r0 = int64_t(blockIdx.x) * kTileRows, t0 = int64_t(blockIdx.y) * 8 * J;
+  const uint8_t* const row[2] = {W + size_t(min(r0 + g, rows - 1)) * stride, W + size_t(min(r0 + g + 8, rows - 1)) * stride};
+  // The warp's 32-element steps: those of chunks warp, warp + 8, ..., in order.
+  const int64_t steps = k / 32;
+  auto step_at = [&](int64_t i) {  // the warp's i-th step
+    return (warp + kClasses * (i / kChunkSteps)) * kChunkSteps + i % kChunkSteps;
+  };
+  auto load = [&](int64_t s, uint4 (&a)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) a[h] = *reinterpret_cast<const uint4*>(row[h] + size_t(32 * s + 8 * q) * 2);
+  };
+  float acc[J][4];
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  uint4 cur[2], next[2];
+  int64_t i = 0;
+  if (step_at(0) < steps) load(step_at(0), cur);
+  begin_kernel();  // the weights were loaded before the activations are ready (launch.cuh)
+  const float* x[J];
+#pragma unroll
+  for (int j = 0; j < J; ++j) {
+    const int64_t t = t0 + 8 * j + g;
+    x[j] = t < n ? X + t * ldx + 8 * q : nullptr;
+  }
+  for (int64_t s = step_at(0); s < steps; s = step_at(i)) {
+    const int64_t s_next = step_at(i + 1);
+    if (s_next < steps) load(s_next, next);
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      if (x[j]) {
+        const float4 lo = *reinterpret_cast<const float4*>(x[j] + 32 * s), hi = *reinterpret_cast<const float4*>(x[j] + 32 * s + 4);
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+      }
+      multiply_step<T>(cur, v, acc[j]);
+    }
+    cur[0] = next[0], cur[1] = next[1];
+    ++i;
+  }
+  __shared__ float partial[kClasses][J][4][32];
+#pragma unroll
+  for (int j = 0; j < J; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) partial[warp][j][e][lane] = acc[j][e];
+  __syncthreads();
+  if (warp >= J) return;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    float sum = partial[0][warp][e][lane];
+#pragma unroll
+    for (int c = 1; c < kClasses; ++c) sum = __fadd_rn(sum, partial[c][warp][e][lane]);
+    // Rows g, g + 8 and tokens 2q, 2q + 1 of tile `warp`.
+    const int64_t r = r0 + g + 8 * (e / 2), t = t0 + 8 * warp + 2 * q + e % 2;
+    if (r < rows && t < n) {
+      float& y = Y[t * ldy + r];
+      y = add ? y + sum : sum;
+    }
+  }
+}
+
+}  // namespace
+
+bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
+  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && tensor_core_products(n);
+}
+
+void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
+                    bool add) {
+  if (n <= 0) return;
+  if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
+    throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
+  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || ldx % 4 != 0)
+    throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
+  const unsigned blocks = unsigned((W.rows + kTileRows - 1) / kTileRows);
+  auto go = [&]<GgmlType T, int J>() {
+    launch(float_mma_kernel<T, J>, dim3(blocks, unsigned((n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, W.data,
+           W.row_stride, W.rows, W.k, X, ldx, n, Y, ldy, add);
+  };
+  auto with_format = [&]<GgmlType T>() {
+    if (n <= 8) go.template operator()<T, 1>();
+    else if (n <= 16) go.template operator()<T, 2>();
+    else if (n <= 32) go.template operator()<T, 4>();
+    else go.template operator()<T, 8>();
+  };
+  if (W.type == GgmlType::BF16) with_format.template operator()<GgmlType::BF16>();
+  else with_format.template operator()<GgmlType::F16>();
+}
+
+}  // namespace ember::cuda
