@@ -270,7 +270,7 @@ TEST_F(CudaKernels, OneLaunchRouterGivesTheTwoLaunchBits) {
             for (DeviceBuffer* b : {&dlog, &dids, &dw}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
           };
           poison();
-          gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
+          gemv_float(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
           route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
           const auto [logits2, ids2, w2] = fetch();
           const std::string what = std::string(type_name(type)) + " E=" + std::to_string(E) + " k=" + std::to_string(k) + " routing " +
@@ -341,7 +341,7 @@ TEST_F(CudaKernels, RouterTiesGoToTheLowerIndex) {
           route_one_token(d, dm, tab.t, dx.get<float>(), dlog.get<float>(), dids.get<int32_t>(), dw.get<float>(),
                           arrivals.get<unsigned>(), nullptr);
         } else {
-          gemv(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
+          gemv_float(dm, tab.t, dx.get<float>(), k, 1, dlog.get<float>(), E, nullptr);
           route(d, dlog.get<float>(), 1, dids.get<int32_t>(), dw.get<float>(), nullptr);
         }
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -614,9 +614,14 @@ TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
         if (all.empty()) all = y;
         EXPECT_EQ(0, std::memcmp(all.data(), y.data(), size_t(n * rows) * 4)) << type_name(type) << " k=" << k << " n=" << n;
       }
-      gemv_float_mma(dm, dx.get<float>() + 64 * k, k, 6, dy.get<float>(), rows, nullptr);
-      const auto y = download<float>(dy, size_t(6 * rows));
-      EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << type_name(type) << " tokens 64..69";
+      // Tokens at other places of their tiles: 64..69 first in a step, and 3..15 (each three places earlier than in the step of 70).
+      for (const int64_t first : {64, 3}) {
+        const int64_t count = first == 64 ? 6 : 13;
+        gemv_float_mma(dm, dx.get<float>() + first * k, k, count, dy.get<float>(), rows, nullptr);
+        const auto y = download<float>(dy, size_t(count * rows));
+        EXPECT_EQ(0, std::memcmp(all.data() + first * rows, y.data(), y.size() * 4))
+            << type_name(type) << " k=" << k << " tokens from " << first;
+      }
     }
   }
 }

@@ -4,11 +4,13 @@
 // only 2-byte aligned and every 32-bit word of them is two 16-bit loads. On
 // the device each row's blocks are taken in groups of eight, and a group keeps
 // its eight blocks' code bytes first, block after block, then their eight
-// scales: in the same bytes (a group is 272 or 144, both multiples of 16), a
-// block's codes are 16-byte aligned and a group's scales one 16-byte word.
-// The last group of a row whose length is not a multiple of 256 holds its n < 8
-// blocks the same way (n blocks' codes, then n scales). Rows keep their file
-// size, so row strides and expert strides do not change.
+// scales: in the same bytes (a group is 272 or 144, both multiples of 16), so
+// in rows of whole groups (lengths a multiple of 256, every row the integer
+// products take) a block's codes are 16-byte aligned and a group's scales one
+// 16-byte word. The last group of a row whose length is not a multiple of 256
+// holds its n < 8 blocks the same way (n blocks' codes, then n scales); such
+// rows start only 2-byte aligned, and their readers load accordingly. Rows
+// keep their file size, so row strides and expert strides do not change.
 #pragma once
 #include <cstdint>
 

@@ -634,7 +634,9 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
     if (n_tok == 1 && routes_in_one_launch(L.router)) {
       route_one_token(d, L.router, w_.iq, xn_, router_, moe_ids_, moe_w_, router_arrivals_.get<unsigned>(), stream_);
     } else {
-      gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
+      // A router without an integer product keeps the float products at every size: the one-token router's bits (moe.h).
+      if (has_int8_product(L.router.type)) gemv(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_, xq);
+      else gemv_float(L.router, w_.iq, xn_, H, n_tok, router_, E, stream_);
       route(d, router_, n_tok, moe_ids_, moe_w_, stream_);
     }
   }

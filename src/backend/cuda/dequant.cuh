@@ -99,11 +99,25 @@ __device__ __forceinline__ uint32_t nibble_codes(uint32_t v) {
 }
 __device__ __forceinline__ float sign_of(uint32_t signs, int j) { return (signs >> j) & 1 ? -1.f : 1.f; }
 
-// The 32 codes of block b of a Q4_0 or IQ4_NL row in the device layout, as
-// four words (low nibbles elements 0..15, high nibbles 16..31).
-template <GgmlType T>
-__device__ __forceinline__ uint4 nibble_block_words(const uint8_t* row, int64_t b) {
-  return *reinterpret_cast<const uint4*>(row + Block32Layout<T>::codes_at(b));
+// The code bytes of block b of a row of nb blocks of format T in the device
+// layout, as words. A row's start is 16-byte aligned where its groups are
+// whole (nb % 8 == 0: rows of 272 or 144 bytes a group), so its blocks' codes
+// are too and come in 16-byte loads; a row whose last group is short starts
+// only 2-byte aligned (34 or 18 bytes a block), and its codes come as 2-byte loads.
+template <GgmlType T, int N>
+__device__ __forceinline__ void block32_codes(const uint8_t* row, int64_t b, int64_t nb, uint32_t (&w)[N]) {
+  static_assert(4 * N == Block32Layout<T>::kCodeBytes);
+  const uint8_t* p = row + Block32Layout<T>::codes_at(b);
+  if (nb % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i) {
+      const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = ld_u32(p + 4 * i);
+  }
 }
 // The scale of block b of a row of nb blocks in the device layout.
 template <GgmlType T>
@@ -137,11 +151,10 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, int
       }
     }
   } else if constexpr (T == GgmlType::Q4_0 || T == GgmlType::IQ4_NL) {
-    // 16 code bytes, 16-byte aligned, in one load (block32_layout.cuh); the
-    // same signed codes the integer products multiply.
-    const uint4 v = nibble_block_words<T>(row, c);
+    // 16 code bytes (block32_layout.cuh); the same signed codes the integer products multiply.
+    uint32_t words[4];
+    block32_codes<T>(row, c, chunks, words);
     const float d = block32_scale<T>(row, c, chunks);
-    const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t lo = nibble_codes<T>(words[i]), hi = nibble_codes<T>(words[i] >> 4);
@@ -180,16 +193,12 @@ __device__ __forceinline__ void dequant_chunk(const uint8_t* row, int64_t c, int
       y[j + 16] = d * float((b.qs[j] >> 4) | h1) + m;
     }
   } else if constexpr (T == GgmlType::Q8_0) {
-    // 32 code bytes, 16-byte aligned, in two loads (block32_layout.cuh).
-    const uint4* q = reinterpret_cast<const uint4*>(row + Block32Layout<T>::codes_at(c));
+    // 32 code bytes (block32_layout.cuh).
+    uint32_t words[8];
+    block32_codes<T>(row, c, chunks, words);
     const float d = block32_scale<T>(row, c, chunks);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const uint4 v = q[i];
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int j = 0; j < 16; ++j) y[16 * i + j] = d * float(int8_t(words[j / 4] >> (8 * (j % 4))));
-    }
+    for (int j = 0; j < 32; ++j) y[j] = d * float(int8_t(words[j / 4] >> (8 * (j % 4))));
   } else if constexpr (T == GgmlType::Q8_1) {
     // As in the file: blocks are 4-byte aligned, the codes arrive as 8 four-byte loads.
     const BlockQ8_1& b = reinterpret_cast<const BlockQ8_1*>(row)[c];

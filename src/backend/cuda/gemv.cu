@@ -101,7 +101,15 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
     return gemv_int8(W, *acts, Y, ldy, s, add);
   }
-  if (float_mma_serves(W, n) && ldx % 4 == 0) return gemv_float_mma(W, X, ldx, n, Y, ldy, s, add);
+  if (float_mma_serves(W, n) && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0)
+    return gemv_float_mma(W, X, ldx, n, Y, ldy, s, add);
+  gemv_float(W, tab, X, ldx, n, Y, ldy, s, add);
+}
+
+void gemv_float(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
+                cudaStream_t s, bool add) {
+  if (n <= 0) return;
+  check_shape(W);
   auto with_format = [&]<GgmlType T>() {
     auto go = [&]<int NT>() {
       const int64_t per_block = kWarps * rows_per_warp<NT>();

@@ -22,6 +22,14 @@ namespace ember::cuda {
 void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
           cudaStream_t s, const Int8Acts* acts = nullptr, bool add = false);
 
+// The float products alone (decoded weights times float activations on the
+// CUDA cores), at any n: what gemv runs where neither an integer nor a
+// tensor-core float product takes W. The MoE router's products take them at
+// every size, so that a token's router logits (the one-token router's bits,
+// moe.h) and so its experts do not depend on its batch.
+void gemv_float(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ldx, int64_t n, float* Y,
+                int64_t ldy, cudaStream_t s, bool add = false);
+
 // Mixture of experts: item i multiplies expert ids[i] (W.data + ids[i] * W.expert_stride)
 // with X row i / x_div, into Y row i. acts as for gemv. ids_early: the ids were
 // written at least two kernels before this one (its predecessor began only
@@ -70,7 +78,7 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
 // The same integer products with their integer sums made on the tensor cores
-// (gemv_int8_mma.cu), for Q4_K, Q6_K and Q8_0: every output is summed in one order
+// (gemv_int8_mma.cu), for every format with one: every output is summed in one order
 // whatever the number of tokens, so a token's result has the same bits in any
 // batch. tensor_core_products(n) says which kernel the products above take
 // for n tokens (ungrouped experts: n = 1, each item alone): the tensor cores

@@ -5,12 +5,12 @@
 // Here one mma.sync multiplies 16 rows by 8 tokens, so each weight is read
 // once per step and its multiplications cost a fraction of an instruction.
 //
-// The arithmetic is the CPU's (quant/matmul.cpp): BF16 weights meet the
-// activations rounded to bfloat16 (m16n8k16, exact products, float sums);
-// F16 weights meet float activations, which take two TF32 mma (m16n8k8): the
-// activation's TF32 rounding and the TF32 rounding of what that left, so the
-// product carries about 22 bits of the activation (an F16 weight is exact in
-// TF32), as close to the float product as its order of sums.
+// The activations meet the weights as on the CPU (quant/matmul.cpp): BF16
+// weights meet them rounded to bfloat16 (m16n8k16: exact products, sums in
+// the tensor cores' float accumulation); F16 weights meet them unrounded,
+// which takes two TF32 mma (m16n8k8): the activation's TF32 rounding and the
+// TF32 rounding of what that left, so the product carries about 22 bits of
+// the activation (an F16 weight is exact in TF32).
 //
 // A block takes 16 rows and J tiles of 8 tokens; its 8 warps take the row's
 // 256-element chunks by class (chunk % 8) and multiply each with all J tiles;
@@ -51,10 +51,12 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], uint32_t a0, uint32_t a1
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// f rounded to TF32 (to nearest, ties away), as the 32-bit pattern of that
+// float: the low 13 bits cleared here, since f - tf32(f) must see the value the mma multiplies.
 __device__ __forceinline__ uint32_t tf32_bits(float f) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
+  return r & 0xFFFFE000u;
 }
 __device__ __forceinline__ uint32_t bf16_pair(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -164,15 +166,16 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 }  // namespace
 
 bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
-  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && tensor_core_products(n);
+  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && W.row_stride % 16 == 0 &&
+         tensor_core_products(n);
 }
 
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add) {
-  if (n <= 0) return;
+  if (n <= 0 || W.rows <= 0) return;
   if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
     throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
-  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || ldx % 4 != 0)
+  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(X) % 16 != 0)
     throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
   const unsigned blocks = unsigned((W.rows + kTileRows - 1) / kTileRows);
   auto go = [&]<GgmlType T, int J>() {

@@ -298,7 +298,8 @@ struct Nibble32Format {
   };
   using Piece = Int8Format<GgmlType::Q8_0>::Piece;  // the block's 32 codes, as Q8_0 keeps them
   __device__ __forceinline__ static void fetch(const uint8_t* row, int64_t sb, int pp, Raw& r) {
-    const uint4 q = nibble_block_words<T>(row, 8 * sb + pp);
+    // Rows of whole super-blocks: whole groups, 16-byte aligned codes.
+    const uint4 q = *reinterpret_cast<const uint4*>(row + Block32Layout<T>::codes_at(8 * sb + pp));
     r.q[0] = q.x, r.q[1] = q.y, r.q[2] = q.z, r.q[3] = q.w;
     r.d = h2f(*reinterpret_cast<const uint16_t*>(row + Block32Layout<T>::group_scales_at(sb) + 2 * pp));
   }
