@@ -626,6 +626,58 @@ TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
   }
 }
 
+// BF16 and F16 expert products on the tensor cores, grouped by expert and per
+// item: the same bits for every item either way, each item the float64
+// product of its expert's decoded rows and its activations (as the CPU meets
+// them) within 1e-5; x_div K (gate and up read a token's row) and 1 (down).
+TEST_F(CudaKernels, FloatExpertProductsGiveEachItemsBits) {
+  std::mt19937 rng(23);
+  const int E = 7, K = 3;
+  for (GgmlType type : {GgmlType::BF16, GgmlType::F16}) {
+    for (const int64_t k : {512, 352}) {
+      const int64_t rows = 45, n_tok = 40, n_items = n_tok * K;
+      std::vector<int32_t> ids;
+      for (int64_t i = 0; i < n_items; ++i) ids.push_back(int32_t(rng() % 5 == 0 ? 6 : rng() % 4));  // 4, 5 never chosen
+      const int64_t max_tiles = max_expert_tiles(n_items, E);
+      DeviceBuffer dids = upload(ids), dorder(size_t(n_items) * 4), dtiles(size_t(3 * max_tiles) * 4);
+      group_by_expert(dids.get<int32_t>(), n_items, E, dorder.get<int32_t>(), dtiles.get<int32_t>(), nullptr);
+      std::vector<HostMatrix> experts;
+      std::vector<uint8_t> packed;
+      for (int e = 0; e < E; ++e) {
+        experts.push_back(random_matrix(type, rows, k, rng));
+        packed.insert(packed.end(), experts.back().bytes.begin(), experts.back().bytes.end());
+      }
+      DeviceBuffer w = upload(packed);
+      const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, experts[0].stride, experts[0].bytes.size()};
+      ASSERT_TRUE(float_mma_experts_serve(dm));
+      for (const int x_div : {K, 1}) {
+        const int64_t n_x = n_items / x_div;
+        std::vector<float> x = random_floats(n_x * k, rng);
+        DeviceBuffer dx = upload(x), y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
+        EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
+        EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
+        gemv_float_mma_experts(dm, dids.get<int32_t>(), nullptr, nullptr, n_items, dx.get<float>(), k, x_div,
+                               y1.get<float>(), rows, nullptr);
+        gemv_float_mma_experts(dm, nullptr, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, dx.get<float>(), k,
+                               x_div, y2.get<float>(), rows, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto a1 = download<float>(y1, size_t(n_items * rows)), a2 = download<float>(y2, size_t(n_items * rows));
+        for (float v : a2) ASSERT_TRUE(std::isfinite(v)) << "an item's output was never written";
+        const std::string what = std::string(type_name(type)) + " k=" + std::to_string(k) + " x_div=" + std::to_string(x_div);
+        EXPECT_EQ(0, std::memcmp(a1.data(), a2.data(), a1.size() * 4)) << what;
+        if (type == GgmlType::BF16)
+          for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
+        for (int64_t i = 0; i < n_items; ++i) {
+          std::vector<float> got(a1.begin() + i * rows, a1.begin() + (i + 1) * rows);
+          std::vector<double> ref;
+          for (int64_t r = 0; r < rows; ++r) ref.push_back(reference_dot(experts[size_t(ids[size_t(i)])], r, x.data() + (i / x_div) * k));
+          ASSERT_LE(rel_error(got, ref), 1e-5) << what << " item " << i;
+        }
+      }
+    }
+  }
+}
+
 // Q8_0 weights meet activations rounded as the CPU rounds theirs (int8_acts.h
 // Int8Style::Q8_0; quant::quantize_row of Q8_0): per 32 elements amax / 127 in
 // half precision, codes x / that, ties to even.

@@ -176,6 +176,8 @@ class CudaBackend final : public Backend {
   // Whether a step's expert products take the grouped path: integer products
   // for all three expert matrices, and at least kGroupedItemsPerExpert items per expert on average.
   bool grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const;
+  // The same for BF16 and F16 experts, on the tensor-core float products.
+  bool float_grouped_experts(const DeviceLayer& L, int64_t n_items) const;
   // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
   // read an input has an integer product for the step, once per input, fused
   // with the kernel that makes the input where there is one, in the K style
@@ -609,6 +611,11 @@ bool CudaBackend::grouped_experts(const DeviceLayer& L, int64_t n_items, const I
          n_items >= kGroupedItemsPerExpert * model_.desc().n_experts && int8_style({&L.down_exps}, n_items) == xq->style;
 }
 
+bool CudaBackend::float_grouped_experts(const DeviceLayer& L, int64_t n_items) const {
+  return float_mma_experts_serve(L.gate_exps) && float_mma_experts_serve(L.up_exps) &&
+         float_mma_experts_serve(L.down_exps) && n_items >= kGroupedItemsPerExpert * model_.desc().n_experts;
+}
+
 void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const ModelDesc& d = model_.desc();
   const DeviceLayer& L = w_.layers[size_t(l)];
@@ -646,7 +653,9 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   // Many items per expert (prefill, large batches): grouped by expert, each
   // expert's rows read once per tile of items, with the same bits per item.
   const bool grouped = grouped_experts(L, n_items, xq);
-  const int64_t tiles = grouped ? max_expert_tiles(n_items, int(E)) : 0;
+  // BF16 and F16 experts likewise, on the tensor-core float products.
+  const bool float_grouped = !grouped && float_grouped_experts(L, n_items);
+  const int64_t tiles = grouped || float_grouped ? max_expert_tiles(n_items, int(E)) : 0;
   // Gate and up read the same items: one launch for both where the int8 product serves them.
   const Int8Out gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
   const bool paired = xq && int8_product_serves(L.gate_exps) && xq->style == int8_style_of(L.gate_exps.type) &&
@@ -654,6 +663,10 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   if (grouped) {
     group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
     gemv_int8_experts_grouped(gate_up, moe_order_, moe_tiles_, tiles, *xq, int(K), stream_);
+  } else if (float_grouped) {
+    group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
+    gemv_float_mma_experts(L.gate_exps, nullptr, moe_order_, moe_tiles_, tiles, xn_, H, int(K), moe_gate_, EF, stream_);
+    gemv_float_mma_experts(L.up_exps, nullptr, moe_order_, moe_tiles_, tiles, xn_, H, int(K), moe_up_, EF, stream_);
   } else if (paired) {
     gemv_int8_experts(gate_up, moe_ids_, *xq, int(K), n_items, stream_);
   } else {
@@ -672,6 +685,8 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
     // The ids were written before gate/up, which ran before the gated activation: down's blocks may
     // load their experts' first weights before that activation is ready.
     if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
+    else if (float_grouped)
+      gemv_float_mma_experts(L.down_exps, nullptr, moe_order_, moe_tiles_, tiles, moe_gate_, EF, 1, moe_out_, H, stream_);
     else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, /*ids_early=*/true);
     combine_experts(moe_out_, moe_w_, int(K), n_tok, H, sum_out, stream_, into_x);
   }

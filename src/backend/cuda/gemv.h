@@ -103,6 +103,15 @@ void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, co
 bool float_mma_serves(const DeviceMatrix& W, int64_t n);
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add = false);
+// Expert products of BF16 and F16 weights on the tensor cores, as
+// gemv_int8_mma_experts: per item (ids) or grouped by expert (order, tiles
+// and n_tiles of moe.h group_by_expert: each expert's rows read once per tile
+// of up to kExpertTile items); an item's bits are the same either way.
+// gemv_experts takes the per-item form with EMBER_CUDA_BATCH_INVARIANT=1.
+bool float_mma_experts_serve(const DeviceMatrix& W);
+void gemv_float_mma_experts(const DeviceMatrix& W, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+                            int64_t n_tiles, const float* X, int64_t ldx, int x_div, float* Y, int64_t ldy,
+                            cudaStream_t s);
 
 // Row ids[t] of W, decoded, times scale, into Y row t (n rows of W.k floats): the embedding lookup.
 // ids[t] < 0 stands for picked[-1 - ids[t]] (a token the step before picked on

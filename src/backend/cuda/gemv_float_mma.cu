@@ -93,15 +93,18 @@ __device__ __forceinline__ void multiply_step(const uint4 (&a)[2], const float (
   }
 }
 
-// Block (x, y): rows [16x, 16x + 16) of W times tokens [8J y, 8J y + 8J) of
-// X; rows past the matrix repeat its last row and tokens past n multiply as
-// zeros, neither written. With add, Y += the products.
-template <GgmlType T, int J>
-__global__ void __launch_bounds__(kWarps * 32, 2)
-    float_mma_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k, const float* X, int64_t ldx, int64_t n,
-                     float* Y, int64_t ldy, bool add) {
+// One block's products: 16 rows from r0 of W (rows past the matrix repeat its
+// last row) times J tiles of 8 tokens, act_row(i) the activation row of token
+// i (nullptr: none, multiplied as zeros). Each warp multiplies the chunks of
+// its class with every tile; the class sums are added in class order.
+// Returns true in the warps that hold a tile's result (warp j < J holds tile
+// j, its sums in `out`: rows g, g + 8 times tokens 2q, 2q + 1). With
+// await_inputs the first weights are loaded before the activations are ready
+// (launch.cuh).
+template <GgmlType T, int J, class ActRow>
+__device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, int64_t rows, int64_t r0, int64_t k,
+                                              ActRow act_row, bool await_inputs, float (&out)[4]) {
   const int warp = int(threadIdx.x >> 5), lane = int(threadIdx.x & 31), g = lane >> 2, q = lane & 3;
-  const int64_t r0 = int64_t(blockIdx.x) * kTileRows, t0 = int64_t(blockIdx.y) * 8 * J;
   const uint8_t* const row[2] = {W + size_t(min(r0 + g, rows - 1)) * stride, W + size_t(min(r0 + g + 8, rows - 1)) * stride};
   // The warp's 32-element steps: those of chunks warp, warp + 8, ..., in order.
   const int64_t steps = k / 32;
@@ -120,12 +123,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   uint4 cur[2], next[2];
   int64_t i = 0;
   if (step_at(0) < steps) load(step_at(0), cur);
-  begin_kernel();  // the weights were loaded before the activations are ready (launch.cuh)
+  if (await_inputs) begin_kernel();
   const float* x[J];
 #pragma unroll
   for (int j = 0; j < J; ++j) {
-    const int64_t t = t0 + 8 * j + g;
-    x[j] = t < n ? X + t * ldx + 8 * q : nullptr;
+    const float* r = act_row(8 * j + g);
+    x[j] = r ? r + 8 * q : nullptr;
   }
   for (int64_t s = step_at(0); s < steps; s = step_at(i)) {
     const int64_t s_next = step_at(i + 1);
@@ -148,19 +151,85 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 #pragma unroll
     for (int e = 0; e < 4; ++e) partial[warp][j][e][lane] = acc[j][e];
   __syncthreads();
-  if (warp >= J) return;
+  if (warp >= J) return false;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     float sum = partial[0][warp][e][lane];
 #pragma unroll
     for (int c = 1; c < kClasses; ++c) sum = __fadd_rn(sum, partial[c][warp][e][lane]);
-    // Rows g, g + 8 and tokens 2q, 2q + 1 of tile `warp`.
-    const int64_t r = r0 + g + 8 * (e / 2), t = t0 + 8 * warp + 2 * q + e % 2;
+    out[e] = sum;
+  }
+  return true;
+}
+
+// Where a lane's four sums go: rows g, g + 8 and tokens 2q, 2q + 1 of tile j.
+__device__ __forceinline__ int64_t out_row(int64_t r0, int e) { return r0 + ((threadIdx.x & 31) >> 2) + 8 * (e / 2); }
+__device__ __forceinline__ int out_token(int j, int e) { return 8 * j + 2 * int(threadIdx.x & 3) + e % 2; }
+
+// Block (x, y): rows [16x, 16x + 16) of W times tokens [8J y, 8J y + 8J) of
+// X; rows past the matrix and tokens past n are not written. With add, Y +=
+// the products.
+template <GgmlType T, int J>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    float_mma_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k, const float* X, int64_t ldx, int64_t n,
+                     float* Y, int64_t ldy, bool add) {
+  const int64_t r0 = int64_t(blockIdx.x) * kTileRows, t0 = int64_t(blockIdx.y) * 8 * J;
+  auto act_row = [&](int i) -> const float* { return t0 + i < n ? X + (t0 + i) * ldx : nullptr; };
+  float out[4];
+  if (!block_product<T, J>(W, stride, rows, r0, k, act_row, true, out)) return;
+  const int tile = int(threadIdx.x >> 5);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
     if (r < rows && t < n) {
       float& y = Y[t * ldy + r];
-      y = add ? y + sum : sum;
+      y = add ? y + out[e] : out[e];
     }
   }
+}
+
+// Expert products: block (x, y) multiplies 16 rows of one expert with the
+// items of tile y. Per item (tiles == nullptr): tile y is item y alone, of
+// expert ids[y]. Grouped: tiles holds (first, count, expert) triples into
+// order (item ids), up to 8 items each. Item i reads activation row i / x_div
+// and writes row i of Y. An item's sums are the same whichever way.
+template <GgmlType T>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    float_mma_experts_kernel(const uint8_t* W, size_t stride, size_t expert_stride, int64_t rows, int64_t k,
+                             const int32_t* ids, const int32_t* order, const int32_t* tiles, const float* X,
+                             int64_t ldx, int x_div, float* Y, int64_t ldy, int64_t y0) {
+  begin_kernel();  // the ids and tiles come from the kernel before
+  const int64_t y = y0 + blockIdx.y;  // the item, or the tile
+  int64_t first = y, expert;
+  int count = 1;
+  if (tiles) {
+    const int32_t* tile = tiles + 3 * y;
+    first = tile[0];
+    count = tile[1];
+    expert = tile[2];
+    if (count == 0) return;
+  } else {
+    expert = ids[y];
+  }
+  auto item = [&](int i) -> int64_t { return tiles ? order[first + i] : first; };
+  const int64_t r0 = int64_t(blockIdx.x) * kTileRows;
+  auto act_row = [&](int i) -> const float* { return i < count ? X + (item(i) / x_div) * ldx : nullptr; };
+  float out[4];
+  if (!block_product<T, 1>(W + size_t(expert) * expert_stride, stride, rows, r0, k, act_row, false, out)) return;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int64_t r = out_row(r0, e);
+    const int i = out_token(0, e);
+    if (r < rows && i < count) Y[item(i) * ldy + r] = out[e];
+  }
+}
+
+void check_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx) {
+  if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
+    throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
+  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || W.expert_stride % 16 != 0 || ldx % 4 != 0 ||
+      reinterpret_cast<uintptr_t>(X) % 16 != 0)
+    throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
 }
 
 }  // namespace
@@ -173,10 +242,7 @@ bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add) {
   if (n <= 0 || W.rows <= 0) return;
-  if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
-    throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
-  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(X) % 16 != 0)
-    throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
+  check_float_mma(W, X, ldx);
   const unsigned blocks = unsigned((W.rows + kTileRows - 1) / kTileRows);
   auto go = [&]<GgmlType T, int J>() {
     launch(float_mma_kernel<T, J>, dim3(blocks, unsigned((n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, W.data,
@@ -187,6 +253,27 @@ void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t 
     else if (n <= 16) go.template operator()<T, 2>();
     else if (n <= 32) go.template operator()<T, 4>();
     else go.template operator()<T, 8>();
+  };
+  if (W.type == GgmlType::BF16) with_format.template operator()<GgmlType::BF16>();
+  else with_format.template operator()<GgmlType::F16>();
+}
+
+bool float_mma_experts_serve(const DeviceMatrix& W) {
+  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && W.row_stride % 16 == 0 &&
+         W.expert_stride % 16 == 0;
+}
+
+void gemv_float_mma_experts(const DeviceMatrix& W, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+                            int64_t n_tiles, const float* X, int64_t ldx, int x_div, float* Y, int64_t ldy,
+                            cudaStream_t s) {
+  if (n_tiles <= 0 || W.rows <= 0) return;
+  check_float_mma(W, X, ldx);
+  const unsigned blocks = unsigned((W.rows + kTileRows - 1) / kTileRows);
+  auto with_format = [&]<GgmlType T>() {
+    by_grid_rows(n_tiles, [&](int64_t first, unsigned count) {
+      launch(float_mma_experts_kernel<T>, dim3(blocks, count), kWarps * 32, 0, s, W.data, W.row_stride, W.expert_stride,
+             W.rows, W.k, ids, order, tiles, X, ldx, x_div, Y, ldy, first);
+    });
   };
   if (W.type == GgmlType::BF16) with_format.template operator()<GgmlType::BF16>();
   else with_format.template operator()<GgmlType::F16>();
