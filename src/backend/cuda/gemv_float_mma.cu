@@ -24,6 +24,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/expert_tiles.cuh"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/launch.cuh"
 #include "util/error.h"
@@ -199,28 +200,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
                              const int32_t* ids, const int32_t* order, const int32_t* tiles, const float* X,
                              int64_t ldx, int x_div, float* Y, int64_t ldy, int64_t y0) {
   begin_kernel();  // the ids and tiles come from the kernel before
-  const int64_t y = y0 + blockIdx.y;  // the item, or the tile
-  int64_t first = y, expert;
-  int count = 1;
-  if (tiles) {
-    const int32_t* tile = tiles + 3 * y;
-    first = tile[0];
-    count = tile[1];
-    expert = tile[2];
-    if (count == 0) return;
-  } else {
-    expert = ids[y];
-  }
-  auto item = [&](int i) -> int64_t { return tiles ? order[first + i] : first; };
+  const ExpertItems it = expert_items(y0 + blockIdx.y, ids, order, tiles);
+  if (it.count == 0) return;
   const int64_t r0 = int64_t(blockIdx.x) * kTileRows;
-  auto act_row = [&](int i) -> const float* { return i < count ? X + (item(i) / x_div) * ldx : nullptr; };
+  auto act_row = [&](int i) -> const float* { return i < it.count ? X + (it.item(i) / x_div) * ldx : nullptr; };
   float out[4];
-  if (!block_product<T, 1>(W + size_t(expert) * expert_stride, stride, rows, r0, k, act_row, false, out)) return;
+  if (!block_product<T, 1>(W + size_t(it.expert) * expert_stride, stride, rows, r0, k, act_row, false, out)) return;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e);
     const int i = out_token(0, e);
-    if (r < rows && i < count) Y[item(i) * ldy + r] = out[e];
+    if (r < rows && i < it.count) Y[it.item(i) * ldy + r] = out[e];
   }
 }
 

@@ -26,6 +26,7 @@
 // in the weight block and in the activation row.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dequant.cuh"
+#include "backend/cuda/expert_tiles.cuh"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/int8_fused.cuh"
 #include "backend/cuda/iq_grids.cuh"
@@ -806,23 +807,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
                                                                                const int32_t* tiles, Int8Acts a,
                                                                                int x_div, int64_t ldy, int64_t y0) {
   begin_kernel();  // the ids and tiles come from the kernel before
-  const int64_t y = y0 + blockIdx.y;  // the item, or the tile
-  int64_t first = y, expert;
-  int count = 1;
-  if (tiles) {
-    const int32_t* tile = tiles + 3 * y;
-    first = tile[0];
-    count = tile[1];
-    expert = tile[2];
-    if (count == 0) return;
-  } else {
-    expert = ids[y];
-  }
-  auto item = [&](int i) -> int64_t { return tiles ? order[first + i] : first; };
+  const ExpertItems it = expert_items(y0 + blockIdx.y, ids, order, tiles);
+  if (it.count == 0) return;
   const bool second = blockIdx.x >= m.blocks0;
   const int64_t r0 = int64_t(blockIdx.x - (second ? m.blocks0 : 0u)) * kTileRows;
-  const uint8_t* W = (second ? m.W[1] : m.W[0]) + size_t(expert) * expert_stride;
-  auto act_row = [&](int i) -> int64_t { return i < count ? item(i) / x_div : -1; };
+  const uint8_t* W = (second ? m.W[1] : m.W[0]) + size_t(it.expert) * expert_stride;
+  auto act_row = [&](int i) -> int64_t { return i < it.count ? it.item(i) / x_div : -1; };
   int tile;
   float out[4];
   if (!block_product<T, 1, 1>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
@@ -831,7 +821,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e);
     const int i = out_token(0, e);
-    if (r < rows && i < count) Y[item(i) * ldy + r] = out[e];
+    if (r < rows && i < it.count) Y[it.item(i) * ldy + r] = out[e];
   }
 }
 
