@@ -194,6 +194,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 // expert ids[y]. Grouped: tiles holds (first, count, expert) triples into
 // order (item ids), up to 8 items each. Item i reads activation row i / x_div
 // and writes row i of Y. An item's sums are the same whichever way.
+static_assert(kExpertTile <= 8, "a block of the expert products takes one tile of 8 items");
 template <GgmlType T>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     float_mma_experts_kernel(const uint8_t* W, size_t stride, size_t expert_stride, int64_t rows, int64_t k,
