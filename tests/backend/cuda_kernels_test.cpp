@@ -166,8 +166,10 @@ TEST_F(CudaKernels, GemvEveryFormatMatchesTheReference) {
   }
 }
 
-// A token's products are the same bits alone and in any batch: the engine's
-// batch invariance rests on it.
+// A token's float products (gemv_float, the CUDA cores) are the same bits alone
+// and in any batch: the engine's batch invariance rests on it. (F16's steps of
+// two or more tokens take the tensor cores, whose own test holds them to
+// this: FloatTensorCoreProductsMatchTheReference.)
 TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(7);
   Tables tab;
@@ -180,7 +182,7 @@ TEST_F(CudaKernels, GemvResultOfATokenDoesNotDependOnTheBatch) {
     std::vector<std::vector<float>> results;
     for (int64_t n : {1, 2, 4, 5, 19}) {
       DeviceBuffer dy(size_t(n * rows) * 4);
-      gemv(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
+      gemv_float(dm, tab.t, dx.get<float>(), k, n, dy.get<float>(), rows, nullptr);
       auto y = download<float>(dy, size_t(rows));  // token 0's row
       results.push_back(y);
     }
