@@ -869,10 +869,12 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
     EXPECT_TRUE(has_int8_product(t)) << type_name(t);
   for (GgmlType t : {GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) EXPECT_EQ(int8_style_of(t), Int8Style::K) << type_name(t);
   // Every format with an integer product rounds its activations as the CPU does for it.
-  for (uint32_t i = 0; i <= 30; ++i)
-    if (type_info(GgmlType(i)).known && has_int8_product(GgmlType(i)))
+  for (uint32_t i = 0; i <= 30; ++i) {
+    if (type_info(GgmlType(i)).known && has_int8_product(GgmlType(i))) {
       EXPECT_EQ(int8_style_of(GgmlType(i)) == Int8Style::Q8_0, quant::activation_type(GgmlType(i)) == GgmlType::Q8_0)
           << type_name(GgmlType(i));
+    }
+  }
   EXPECT_EQ(int8_style_of(GgmlType::Q4_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q6_K), Int8Style::K);
   EXPECT_EQ(int8_style_of(GgmlType::Q5_K), Int8Style::K);
@@ -1328,6 +1330,45 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
   }
 }
 
+// Random bytes in the shape of `type`'s rows, each block's leading fp16
+// scale(s) then overwritten by `scales(block)`: the bytes of a device-layout
+// test (every bit pattern of the codes and packed scales occurs).
+template <class SetScales>
+HostMatrix random_bytes_matrix(GgmlType type, int64_t rows, int64_t k, std::mt19937& rng, SetScales scales) {
+  const size_t block = type_info(type).block_bytes;
+  HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
+  m.bytes.resize(m.stride * size_t(rows));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
+  for (size_t b = 0; b < m.bytes.size() / block; ++b) scales(b, m.bytes.data() + b * block);
+  m.decoded.resize(size_t(rows * k));
+  for (int64_t r = 0; r < rows; ++r)
+    quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
+  return m;
+}
+
+// Uploads `m` in its device layout, decodes every row there (gather_rows, the
+// embedding lookup, reads the layout as every float decoder does) and expects
+// the CPU's decoding of the file bit for bit: the tests' scales are powers of
+// two and the codes small integers, exact in float on both sides. Returns the
+// uploaded weights so a test can go on to products.
+DeviceBuffer expect_device_layout_decodes_as_the_file(const HostMatrix& m, const Tables& tab, const std::string& what) {
+  DeviceBuffer w = upload_in_device_layout(m.type, m.bytes, m.k);
+  DeviceMatrix dm{m.type, w.get<uint8_t>(), m.k, m.rows, m.stride, 0};
+  std::vector<int32_t> ids(static_cast<size_t>(m.rows));
+  for (int32_t i = 0; i < int32_t(m.rows); ++i) ids[size_t(i)] = i;
+  DeviceBuffer dids = upload(ids), dy(size_t(m.rows * m.k) * 4);
+  EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
+  gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, m.rows, 1.f, dy.get<float>(), nullptr);
+  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto y = download<float>(dy, size_t(m.rows * m.k));
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_EQ(y[i], m.decoded[i]) << what << " element " << i;
+    if (y[i] != m.decoded[i]) break;
+  }
+  return w;
+}
+
 // Q4_K's and Q5_K's scales and mins are re-encoded on the device
 // (device_layout.h): every bit pattern of the 12 packed bytes must decode as
 // the CPU decodes the file. Random bytes rather than a quantiser's output, so
@@ -1336,33 +1377,14 @@ TEST_F(CudaKernels, GatherRowsDecodesTheEmbedding) {
 TEST_F(CudaKernels, KQuantDeviceLayoutKeepsEveryScaleAndMin) {
   std::mt19937 rng(41);
   Tables tab;
-  const int64_t rows = 96, k = 512;
   for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K}) {
     ASSERT_TRUE(has_device_layout(type));
-    const size_t block = type_info(type).block_bytes;
-    HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
-    m.bytes.resize(m.stride * size_t(rows));
-    std::uniform_int_distribution<int> byte(0, 255);
-    for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
-    for (size_t b = 0; b < m.bytes.size() / block; ++b) {
+    const HostMatrix m = random_bytes_matrix(type, 96, 512, rng, [](size_t, uint8_t* block) {
       const uint16_t d = 0x2400, dmin = 0x1C00;  // 2^-6, 2^-8: d and dmin lead both formats' blocks
-      std::memcpy(m.bytes.data() + b * block, &d, 2);
-      std::memcpy(m.bytes.data() + b * block + 2, &dmin, 2);
-    }
-    m.decoded.resize(size_t(rows * k));
-    for (int64_t r = 0; r < rows; ++r)
-      quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
-    DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
-    DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
-    std::vector<int32_t> ids(static_cast<size_t>(rows));
-    for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
-    DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
-    EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
-    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto y = download<float>(dy, size_t(rows * k));
-    // Powers of two times small integers: exact in float on both sides.
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], m.decoded[i]) << type_name(type) << " element " << i;
+      std::memcpy(block, &d, 2);
+      std::memcpy(block + 2, &dmin, 2);
+    });
+    expect_device_layout_decodes_as_the_file(m, tab, type_name(type));
   }
 }
 
@@ -1377,51 +1399,29 @@ TEST_F(CudaKernels, Block32DeviceLayoutKeepsEveryBlock) {
   Tables tab;
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL}) {
     ASSERT_TRUE(has_device_layout(type));
-    const size_t block = type_info(type).block_bytes;
     for (int64_t k : {768, 352, 96, 32}) {
       const int64_t rows = 29;
-      HostMatrix m{type, rows, k, row_bytes(type, k), {}, {}};
-      m.bytes.resize(m.stride * size_t(rows));
-      std::uniform_int_distribution<int> byte(0, 255);
-      for (uint8_t& b : m.bytes) b = uint8_t(byte(rng));
-      for (size_t b = 0; b < m.bytes.size() / block; ++b) {
+      const HostMatrix m = random_bytes_matrix(type, rows, k, rng, [](size_t b, uint8_t* block) {
         const uint16_t d = uint16_t(0x1C00 + ((b % 23) << 10));  // 2^-8 .. 2^14
-        std::memcpy(m.bytes.data() + b * block, &d, 2);
-      }
-      m.decoded.resize(size_t(rows * k));
-      for (int64_t r = 0; r < rows; ++r)
-        quant::dequantize_row(type, m.bytes.data() + size_t(r) * m.stride, m.decoded.data() + r * k, k);
-      DeviceBuffer w = upload_in_device_layout(type, m.bytes, k);
-      DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
-      std::vector<int32_t> ids(static_cast<size_t>(rows));
-      for (int32_t i = 0; i < int32_t(rows); ++i) ids[size_t(i)] = i;
-      DeviceBuffer dids = upload(ids), dy(size_t(rows * k) * 4);
-      EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-      gather_rows(dm, tab.t, dids.get<int32_t>(), nullptr, rows, 1.f, dy.get<float>(), nullptr);
-      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto y = download<float>(dy, size_t(rows * k));
-      // Powers of two times small integers: exact in float on both sides.
-      for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_EQ(y[i], m.decoded[i]) << type_name(type) << " k=" << k << " element " << i;
+        std::memcpy(block, &d, 2);
+      });
+      const std::string what = std::string(type_name(type)) + " k=" + std::to_string(k);
+      DeviceBuffer w = expect_device_layout_decodes_as_the_file(m, tab, what);
       // The float product of rows that end in a short group, as every other format's.
       if (k % 256 != 0) {
+        const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, m.stride, 0};
         const int64_t n = 3, ldy = rows;
         const std::vector<float> x = random_floats(n * k, rng);
         DeviceBuffer dx = upload(x), dp(size_t(n * ldy) * 4);
         EMBER_CUDA_CHECK(cudaMemset(dp.get(), 0xFF, dp.bytes()));
         gemv(dm, tab.t, dx.get<float>(), k, n, dp.get<float>(), ldy, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        expect_products(m, download<float>(dp, size_t(n * ldy)), ldy, x.data(), n,
-                        std::string(type_name(type)) + " k=" + std::to_string(k));
+        expect_products(m, download<float>(dp, size_t(n * ldy)), ldy, x.data(), n, what);
       }
     }
   }
 }
 
-// The GPU's greedy pick against the host's greedy_id() on rows built to catch
-// every rule: ties (the lowest id wins, wherever the threads split the row),
-// NaN and +inf anywhere, all -inf, a single finite logit, and values past n
-// that must not count.
 TEST_F(CudaKernels, ArgmaxIsTheHostsGreedyChoice) {
   std::mt19937 rng(77);
   const int n = 151'936 - 5, ld = 151'936;

@@ -27,6 +27,7 @@
 #include "backend/cuda/expert_tiles.cuh"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/launch.cuh"
+#include "backend/cuda/mma_class_sums.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -35,7 +36,7 @@ namespace {
 
 constexpr int kWarps = 8;      // per block, one class of chunks each
 constexpr int kTileRows = 16;  // rows of one block (the mma's M)
-constexpr int kClasses = 8;
+constexpr int kClasses = kMmaClasses;
 constexpr int kChunkSteps = 8;  // 32-element steps of a 256-element chunk
 
 // c += a b over 16 elements, bfloat16 inputs: rows g, g + 8 (a) times token g (b).
@@ -146,26 +147,13 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
     cur[0] = next[0], cur[1] = next[1];
     ++i;
   }
-  __shared__ float partial[kClasses][J][4][32];
+  __shared__ MmaPartials<J> partial;
 #pragma unroll
   for (int j = 0; j < J; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) partial[warp][j][e][lane] = acc[j][e];
-  __syncthreads();
-  if (warp >= J) return false;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    float sum = partial[0][warp][e][lane];
-#pragma unroll
-    for (int c = 1; c < kClasses; ++c) sum = __fadd_rn(sum, partial[c][warp][e][lane]);
-    out[e] = sum;
-  }
-  return true;
+  return add_class_sums<J>(partial, out);
 }
-
-// Where a lane's four sums go: rows g, g + 8 and tokens 2q, 2q + 1 of tile j.
-__device__ __forceinline__ int64_t out_row(int64_t r0, int e) { return r0 + ((threadIdx.x & 31) >> 2) + 8 * (e / 2); }
-__device__ __forceinline__ int out_token(int j, int e) { return 8 * j + 2 * int(threadIdx.x & 3) + e % 2; }
 
 // Block (x, y): rows [16x, 16x + 16) of W times tokens [8J y, 8J y + 8J) of
 // X; rows past the matrix and tokens past n are not written. With add, Y +=

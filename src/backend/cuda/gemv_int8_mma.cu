@@ -31,6 +31,7 @@
 #include "backend/cuda/int8_fused.cuh"
 #include "backend/cuda/iq_grids.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/cuda/mma_class_sums.cuh"
 #include "util/error.h"
 
 #include <algorithm>
@@ -40,7 +41,7 @@ namespace ember::cuda {
 namespace {
 
 constexpr int kTileRows = 16;  // rows of one block (the mma's M)
-constexpr int kClasses = 8;    // super-block classes, summed apart and added in order
+constexpr int kClasses = kMmaClasses;  // super-block classes, summed apart and added in order
 
 // Q4_K: ad (d sum_s sc_s p_s - dmin sum_s m_s b_s), p_s the code products of
 // sub-block s and b_s its activation codes' sum.
@@ -748,29 +749,17 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
       }
     }
   }
-  __shared__ float partial[kClasses][J][4][32];  // [class][tile]
+  __shared__ MmaPartials<J> partial;  // [class][tile]
 #pragma unroll
   for (int sl = 0; sl < S; ++sl)
 #pragma unroll
     for (int t = 0; t < TW; ++t)
 #pragma unroll
       for (int e = 0; e < 4; ++e) partial[kw + Wk * sl][TW * jg + t][e][lane] = acc[sl][t][e];
-  __syncthreads();
-  if (warp >= J) return false;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    float sum = partial[0][warp][e][lane];
-#pragma unroll
-    for (int c = 1; c < kClasses; ++c) sum = add_term(sum, partial[c][warp][e][lane]);
-    out[e] = sum;
-  }
+  if (!add_class_sums<J>(partial, out)) return false;
   tile = warp;
   return true;
 }
-
-// Where a lane's four sums go: rows g, g + 8 and tokens 2q, 2q + 1 of each tile.
-__device__ __forceinline__ int64_t out_row(int64_t r0, int e) { return r0 + ((threadIdx.x & 31) >> 2) + 8 * (e / 2); }
-__device__ __forceinline__ int out_token(int j, int e) { return 8 * j + 2 * int(threadIdx.x & 3) + e % 2; }
 
 // Block (x, y): 16 rows of the matrix fused_part(x) chooses, tokens
 // [8J y, 8J y + 8J). Rows past the matrix and tokens past n are not written.
