@@ -28,6 +28,7 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma_class_sums.cuh"
+#include "backend/cuda/weight_loads.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -115,7 +116,7 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
   };
   auto load = [&](int64_t s, uint4 (&a)[2]) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) a[h] = *reinterpret_cast<const uint4*>(row[h] + size_t(32 * s + 8 * q) * 2);
+    for (int h = 0; h < 2; ++h) a[h] = load_weights<uint4>(row[h] + size_t(32 * s + 8 * q) * 2);
   };
   float acc[J][4];
 #pragma unroll

@@ -32,6 +32,7 @@
 #include "backend/cuda/iq_grids.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma_class_sums.cuh"
+#include "backend/cuda/weight_loads.cuh"
 #include "util/error.h"
 
 #include <algorithm>
@@ -175,6 +176,7 @@ struct MmaK4 {
   static constexpr bool kPairs = true;
   static constexpr int kTilesPerWarp = 2;  // tiles each decoded fragment meets, at most (measured: 2 beats 1 and 4)
   static constexpr int kParts = 1;         // loads of a super-block's weights (see Q8_0)
+  static constexpr bool kPrefetchActs = true;  // prefetch_acts (measured)
   struct Raw {
     uint4 hdr[2];  // d, dmin, scales of rows g and g + 8
     uint2 q[2][4];
@@ -417,11 +419,11 @@ struct MmaFormat<GgmlType::Q8_0> {
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
-        const uint2 v = *reinterpret_cast<const uint2*>(row[h] + L::codes_at(8 * sb + 4 * part + b) + 8 * q);
+        const uint2 v = load_weights<uint2>(row[h] + L::codes_at(8 * sb + 4 * part + b) + 8 * q);  // past L1
         r.q[h][b][0] = v.x;
         r.q[h][b][1] = v.y;
       }
-      const uint2 d = *reinterpret_cast<const uint2*>(row[h] + L::group_scales_at(sb) + 8 * part);
+      const uint2 d = load_weights<uint2>(row[h] + L::group_scales_at(sb) + 8 * part);
       r.d[h][0] = d.x;
       r.d[h][1] = d.y;
     }
@@ -683,6 +685,28 @@ struct MmaFormat<GgmlType::IQ2_S> {
   }
 };
 
+// Asks L1 for the activation codes of super-block sb of each tile's token g
+// (256 bytes a token in either order: lanes q = 0, 1 one 128-byte line each),
+// issued with the weights of sb, so that its multiply finds them near instead
+// of waiting on L2 after its weights have come (the kernel's stalls are
+// mostly loads: bench/results/2026-12-06-s23/run11-ncu-q4k-2tok.txt). Taken
+// where it was measured to gain, in one product on an H100: formats that set
+// kPrefetchActs, steps of up to 8 tokens (Q4_K +11% at 2 tokens, +6% at 8;
+// Q5_K +6% at 2). The other formats lost 4-14% with it, Q4_K and Q5_K 10-14%
+// at 16 tokens; the expert products are not measured with it and go without.
+template <class F>
+constexpr bool prefetches_acts() {
+  if constexpr (requires { F::kPrefetchActs; }) return F::kPrefetchActs;
+  else return false;
+}
+template <int TW>
+__device__ __forceinline__ void prefetch_acts(ActBase ab, const Tokens (&x)[TW], int64_t sb, int q) {
+  if (q >= 2) return;
+#pragma unroll
+  for (int t = 0; t < TW; ++t)
+    if (x[t].q >= 0) asm volatile("prefetch.global.L1 [%0];" ::"l"(ab.q + x[t].q + sb * 256 + 128 * q));
+}
+
 constexpr int kWarps = 8;  // per block
 
 // One block's products: 16 rows from r0 of W (rows past the matrix repeat its
@@ -693,12 +717,14 @@ constexpr int kWarps = 8;  // per block
 // super-blocks of G classes: with G = 1 each warp holds one class, with G = 8
 // one warp holds all eight, in eight sums. Each pass loads the next
 // super-block's weights (or the next part of this one's) before multiplying
-// the ones it has. The sums of a (row, token) do not depend on TW or J.
+// the ones it has; with Prefetch (the dense products), formats that set
+// kPrefetchActs also ask L1 for that super-block's activations then (one
+// tile). The sums of a (row, token) do not depend on TW or J.
 //
 // Returns true in the warps that hold a tile's result (warp j < J holds tile
 // j): `out` then holds the sums of tile `tile`. With await_inputs the first
 // weights are loaded before the activations are ready (launch.cuh).
-template <GgmlType T, int J, int TW, class ActRow>
+template <GgmlType T, int J, int TW, bool Prefetch, class ActRow>
 __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, int64_t rows, int64_t r0,
                                               const Int8Acts& a, ActRow act_row, bool await_inputs, int& tile,
                                               float (&out)[4]) {
@@ -727,6 +753,8 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
   for (int t = 0; t < TW; ++t)
     x[t] = tile_tokens<F::kStyle>(a, g, q, [&](int i) { return act_row(8 * (TW * jg + t) + i); });
   const ActBase ab = act_base<F::kPairs>(a);
+  constexpr bool kPrefetch = Prefetch && J == 1 && prefetches_acts<F>();
+  if (kPrefetch && kw < blocks) prefetch_acts(ab, x, kw, q);
   for (int64_t base = kw; base < blocks; base += kClasses) {
 #pragma unroll
     for (int sl = 0; sl < S; ++sl) {
@@ -734,7 +762,10 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
       if (sb < blocks) {
         if constexpr (F::kParts == 1) {
           const bool more = sb + Wk < blocks;
-          if (more) F::fetch(row, sb + Wk, 0, q, next);
+          if (more) {
+            F::fetch(row, sb + Wk, 0, q, next);
+            if constexpr (kPrefetch) prefetch_acts(ab, x, sb + Wk, q);
+          }
           F::template multiply<TW>(cur, ab, x, sb, 0, q, acc[sl]);
           if (more) cur = next;
         } else {
@@ -742,6 +773,7 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
           for (int part = 0; part < F::kParts; ++part) {
             const bool last = part + 1 == F::kParts, more = !last || sb + Wk < blocks;
             if (more) F::fetch(row, last ? sb + Wk : sb, last ? 0 : part + 1, q, next);
+            if (kPrefetch && more && last) prefetch_acts(ab, x, sb + Wk, q);
             F::template multiply<TW>(cur, ab, x, sb, part, q, acc[sl]);
             if (more) cur = next;
           }
@@ -772,7 +804,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, 
   int tile;
   float out[4];
   auto act_row = [&](int i) -> int64_t { return t0 + i < a.n ? t0 + i : -1; };
-  if (!block_product<T, J, TW>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
+  if (!block_product<T, J, TW, true>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
@@ -804,7 +836,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
   auto act_row = [&](int i) -> int64_t { return i < it.count ? it.item(i) / x_div : -1; };
   int tile;
   float out[4];
-  if (!block_product<T, 1, 1>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
+  if (!block_product<T, 1, 1, false>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
   float* Y = second ? m.Y[1] : m.Y[0];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
