@@ -455,6 +455,7 @@ struct MmaNibble32 {
   static constexpr bool kPairs = false;
   static constexpr int kTilesPerWarp = 2;  // as Q4_K's (not measured apart)
   static constexpr int kParts = 1;
+  static constexpr bool kPrefetchActs = T == GgmlType::Q4_0;  // measured: IQ4_NL lost with it (spills)
   struct Raw {
     uint32_t q[2][8];  // [row g, g + 8][block]: the lane's 4 code bytes
     uint32_t d[2][4];  // the blocks' scales, two halves a word
@@ -691,9 +692,11 @@ struct MmaFormat<GgmlType::IQ2_S> {
 // of waiting on L2 after its weights have come (the kernel's stalls are
 // mostly loads: bench/results/2026-12-06-s23/run11-ncu-q4k-2tok.txt). Taken
 // where it was measured to gain, in one product on an H100: formats that set
-// kPrefetchActs, steps of up to 8 tokens (Q4_K +11% at 2 tokens, +6% at 8;
-// Q5_K +6% at 2). The other formats lost 4-14% with it, Q4_K and Q5_K 10-14%
-// at 16 tokens; the expert products are not measured with it and go without.
+// kPrefetchActs, steps of up to 8 tokens (at 2 / 8 tokens Q4_K +11 / +6%,
+// Q5_K +5 / +1%, Q4_0 +5 / +6%). IQ4_NL (-7 / -14%, spills), Q6_K, Q8_0,
+// IQ4_XS and Q3_K lost with it, the grid formats gained under 5%, and every
+// format lost at 16 tokens; the expert products are not measured with it and
+// go without.
 template <class F>
 constexpr bool prefetches_acts() {
   if constexpr (requires { F::kPrefetchActs; }) return F::kPrefetchActs;

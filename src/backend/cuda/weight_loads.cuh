@@ -2,11 +2,12 @@
 // every block of 16 rows of the tensor-core products reads all of the step's
 // activations again (from L1 where they still are, else from L2): weights
 // loaded without allocating in L1 stream past it and leave it to the
-// activations. Measured on an H100 (bench/RESULTS.md, session 23): BF16 and
-// F16 products +8% at 8 tokens and +11-12% at 16, Q8_0's integer product +5%
-// at 8 tokens; the nibble and K formats' integer products lost 3-15% with
-// them (their loads keep the plain path). The weights do not change while a
-// kernel runs, so the non-coherent path is safe.
+// activations. Measured on an H100 (bench/RESULTS.md, session 23): BF16's
+// product +8% at 8 tokens and +12% at 16, F16's +10% at 16 and +38% at 64,
+// Q8_0's integer product +6% at 8 tokens; the integer products of Q4_K, Q4_0
+// and IQ4_XS lost 3-16% with them, Q6_K's was unchanged, so those keep plain
+// loads. The weights do not change while a kernel runs, so the non-coherent
+// path is safe.
 #pragma once
 
 #include <cstdint>
