@@ -720,9 +720,9 @@ constexpr int kWarps = 8;  // per block
 // super-blocks of G classes: with G = 1 each warp holds one class, with G = 8
 // one warp holds all eight, in eight sums. Each pass loads the next
 // super-block's weights (or the next part of this one's) before multiplying
-// the ones it has; with Prefetch (the dense products), formats that set
-// kPrefetchActs also ask L1 for that super-block's activations then (one
-// tile). The sums of a (row, token) do not depend on TW or J.
+// the ones it has; with Prefetch (the dense products of one tile of tokens),
+// formats that set kPrefetchActs also ask L1 for that super-block's
+// activations then. The sums of a (row, token) do not depend on TW or J.
 //
 // Returns true in the warps that hold a tile's result (warp j < J holds tile
 // j): `out` then holds the sums of tile `tile`. With await_inputs the first
@@ -756,8 +756,9 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
   for (int t = 0; t < TW; ++t)
     x[t] = tile_tokens<F::kStyle>(a, g, q, [&](int i) { return act_row(8 * (TW * jg + t) + i); });
   const ActBase ab = act_base<F::kPairs>(a);
-  constexpr bool kPrefetch = Prefetch && J == 1 && prefetches_acts<F>();
-  if (kPrefetch && kw < blocks) prefetch_acts(ab, x, kw, q);
+  constexpr bool kPrefetch = Prefetch && prefetches_acts<F>();
+  if constexpr (kPrefetch)
+    if (kw < blocks) prefetch_acts(ab, x, kw, q);
   for (int64_t base = kw; base < blocks; base += kClasses) {
 #pragma unroll
     for (int sl = 0; sl < S; ++sl) {
@@ -776,7 +777,8 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
           for (int part = 0; part < F::kParts; ++part) {
             const bool last = part + 1 == F::kParts, more = !last || sb + Wk < blocks;
             if (more) F::fetch(row, last ? sb + Wk : sb, last ? 0 : part + 1, q, next);
-            if (kPrefetch && more && last) prefetch_acts(ab, x, sb + Wk, q);
+            if constexpr (kPrefetch)
+              if (more && last) prefetch_acts(ab, x, sb + Wk, q);
             F::template multiply<TW>(cur, ab, x, sb, part, q, acc[sl]);
             if (more) cur = next;
           }
@@ -807,7 +809,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, 
   int tile;
   float out[4];
   auto act_row = [&](int i) -> int64_t { return t0 + i < a.n ? t0 + i : -1; };
-  if (!block_product<T, J, TW, true>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
+  if (!block_product<T, J, TW, J == 1>(part.W, part.stride, part.rows, r0, a, act_row, true, tile, out)) return;
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
