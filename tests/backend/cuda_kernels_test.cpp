@@ -546,7 +546,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
     std::vector<float> all;
     for (int64_t n : {70, 1, 2, 4, 5, 12, 16, 19, 32, 40, 64}) {  // one token included: as EMBER_CUDA_BATCH_INVARIANT=1 runs it
       const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr);
-      const Int8Out out{&dm, dy.get<float>(), rows};
+      const MatrixOut out{&dm, dy.get<float>(), rows};
       EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
       gemv_int8_mma_fused({&out, 1}, a, nullptr);
       const auto y = download<float>(dy, size_t(n * rows));
@@ -555,7 +555,7 @@ TEST_F(CudaKernels, Int8ProductsMatchTheCpuRounding) {
     }
     {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
       const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr);
-      const Int8Out out{&dm, dy.get<float>(), rows};
+      const MatrixOut out{&dm, dy.get<float>(), rows};
       gemv_int8_mma_fused({&out, 1}, a, nullptr);
       const auto y = download<float>(dy, size_t(6 * rows));
       EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << type_name(type) << " tokens 64..69";
@@ -604,6 +604,25 @@ TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
             worst = std::max(worst, std::abs(double(z[i]) - want) / (1.0 + std::abs(want)));
           }
         EXPECT_LE(worst, 1e-6) << what << " with add";
+        // Fused behind two other matrices (q/k/v): each output the bits of its own launch, nothing past its rows.
+        const HostMatrix ma = random_matrix(type, 19, k, rng), mb = random_matrix(type, 50, k, rng);
+        DeviceBuffer wa = upload(ma.bytes), wb = upload(mb.bytes);
+        const DeviceMatrix da{type, wa.get<uint8_t>(), k, 19, ma.stride, 0}, db{type, wb.get<uint8_t>(), k, 50, mb.stride, 0};
+        DeviceBuffer ya(size_t(n * 19) * 4), yb(size_t(n * 50) * 4), yf(size_t(n * ldy) * 4);
+        EMBER_CUDA_CHECK(cudaMemset(yf.get(), 0xFF, yf.bytes()));
+        const MatrixOut outs[3] = {{&da, ya.get<float>(), 19}, {&db, yb.get<float>(), 50}, {&dm, yf.get<float>(), ldy}};
+        gemv_float_mma_fused(outs, dx.get<float>(), k, n, nullptr);
+        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+        const auto fused = download<float>(yf, size_t(n * ldy));
+        EXPECT_EQ(0, std::memcmp(y.data(), fused.data(), fused.size() * 4)) << what << " fused";  // NaN gaps alike
+        for (const auto& [hm, dmat, dout] : {std::tuple{&ma, &da, &ya}, std::tuple{&mb, &db, &yb}}) {
+          DeviceBuffer alone(dout->bytes());
+          gemv_float_mma(*dmat, dx.get<float>(), k, n, alone.get<float>(), hm->rows, nullptr);
+          EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+          EXPECT_EQ(0, std::memcmp(download<float>(alone, size_t(n * hm->rows)).data(),
+                                   download<float>(*dout, size_t(n * hm->rows)).data(), size_t(n * hm->rows) * 4))
+              << what << " fused, matrix of " << hm->rows << " rows";
+        }
       }
       // A token's bits do not depend on the batch: every size against a step of 70.
       const std::vector<float> x = random_floats(70 * k, rng);
@@ -794,7 +813,7 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
         // Fused with a second matrix: each output the bits of its own launch.
         EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
         EMBER_CUDA_CHECK(cudaMemset(dy2.get(), 0xFF, dy2.bytes()));
-        const Int8Out outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
+        const MatrixOut outs[2] = {{&dm, dy.get<float>(), ldy}, {&dm2, dy2.get<float>(), ldy}};
         gemv_int8_fused(outs, a, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         EXPECT_EQ(0, std::memcmp(alone.data(), download<float>(dy, size_t(n * ldy)).data(), alone.size() * 4)) << what << " fused";
@@ -815,7 +834,7 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
       std::vector<float> all;
       for (int64_t n : {max_n, int64_t(1), int64_t(2), int64_t(5), int64_t(16), int64_t(19), int64_t(40), int64_t(64)}) {
         const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, Int8Style::Q8_0);
-        const Int8Out out{&dm, dy.get<float>(), rows};
+        const MatrixOut out{&dm, dy.get<float>(), rows};
         EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
         gemv_int8_mma_fused({&out, 1}, a, nullptr);
         const auto y = download<float>(dy, size_t(n * rows));
@@ -824,7 +843,7 @@ TEST_F(CudaKernels, Q8_0StyleInt8ProductsMatchTheCpuRounding) {
       }
       {  // the step of 70's second grid row of tiles (tokens 64..69), against those tokens alone
         const Int8Acts a = quantize_int8_acts(dx.get<float>() + 64 * k, k, 6, k, dq.get(), nullptr, Int8Style::Q8_0);
-        const Int8Out out{&dm, dy.get<float>(), rows};
+        const MatrixOut out{&dm, dy.get<float>(), rows};
         gemv_int8_mma_fused({&out, 1}, a, nullptr);
         const auto y = download<float>(dy, size_t(6 * rows));
         EXPECT_EQ(0, std::memcmp(all.data() + 64 * rows, y.data(), y.size() * 4)) << name << " k=" << k << " tokens 64..69";
@@ -893,7 +912,7 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
   k_style.n = 1;
   Int8Acts q80_style = k_style;
   q80_style.style = Int8Style::Q8_0;
-  const Int8Out to_q80{&q80, y, 64}, to_q4k{&q4k, y, 64};
+  const MatrixOut to_q80{&q80, y, 64}, to_q4k{&q4k, y, 64};
   // Refused before any launch, by the style check (not by a missing device).
   auto refused = [](auto&& launch) {
     try {
@@ -934,7 +953,7 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
       const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n, k, dq.get(), nullptr, int8_style_of(type));
       for (const bool add : {false, true}) {
         std::vector<DeviceBuffer> alone, fused;
-        std::vector<Int8Out> outs;
+        std::vector<MatrixOut> outs;
         for (size_t i = 0; i < rows.size(); ++i) {
           const int64_t ldy = rows[i] + 2;
           const std::vector<float> start = random_floats(n * ldy, rng);  // what add lands on
@@ -1015,10 +1034,10 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
         EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
         // Per item on the tensor cores (as EMBER_CUDA_BATCH_INVARIANT=1 runs them) against the grouped products.
-        auto per_item = [&](std::span<const Int8Out> outs) {
+        auto per_item = [&](std::span<const MatrixOut> outs) {
           gemv_int8_mma_experts(outs, dids.get<int32_t>(), nullptr, nullptr, n_items, a, x_div, nullptr);
         };
-        const Int8Out one[1] = {{&dm, y1.get<float>(), rows}};
+        const MatrixOut one[1] = {{&dm, y1.get<float>(), rows}};
         per_item(one);
         gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, y2.get<float>(), rows,
                                   nullptr);
@@ -1032,11 +1051,11 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         const size_t n_out = size_t(n_items * rows);
         DeviceBuffer solo2(n_out * 4), p1(n_out * 4), p2(n_out * 4), g1(n_out * 4), g2(n_out * 4);
         for (DeviceBuffer* b : {&solo2, &p1, &p2, &g1, &g2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
-        const Int8Out solo[1] = {{&dm2, solo2.get<float>(), rows}};
+        const MatrixOut solo[1] = {{&dm2, solo2.get<float>(), rows}};
         per_item(solo);
-        const Int8Out pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
+        const MatrixOut pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
         per_item(pair);
-        const Int8Out gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
+        const MatrixOut gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
         gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         const auto s2 = download<float>(solo2, n_out);
@@ -1051,7 +1070,7 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
         DeviceBuffer d1(n_out * 4), d2(n_out * 4), dp1(n_out * 4), dp2(n_out * 4);
         gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, d1.get<float>(), rows, nullptr);
         gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, d2.get<float>(), rows, nullptr);
-        const Int8Out dpair[2] = {{&dm, dp1.get<float>(), rows}, {&dm2, dp2.get<float>(), rows}};
+        const MatrixOut dpair[2] = {{&dm, dp1.get<float>(), rows}, {&dm2, dp2.get<float>(), rows}};
         gemv_int8_experts(dpair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
         EXPECT_EQ(0, std::memcmp(download<float>(dp1, n_out).data(), download<float>(d1, n_out).data(), n_out * 4))
@@ -1090,7 +1109,7 @@ TEST_F(CudaKernels, ExpertProductsTakeMoreItemsThanAGridHolds) {
   const std::vector<double> ref_float = reference(x.data()), ref_int8 = reference(hx.values.data());
   for (int path = 0; path < 3; ++path) {
     EMBER_CUDA_CHECK(cudaMemset(dy.get(), 0xFF, dy.bytes()));
-    const Int8Out out{&dm, dy.get<float>(), rows};
+    const MatrixOut out{&dm, dy.get<float>(), rows};
     if (path == 0) gemv_experts(dm, tab.t, dids.get<int32_t>(), dx.get<float>(), k, int(K), n_items, dy.get<float>(), rows, nullptr);
     if (path == 1) gemv_int8_experts(dm, dids.get<int32_t>(), a, int(K), n_items, dy.get<float>(), rows, nullptr);
     if (path == 2) gemv_int8_mma_experts({&out, 1}, dids.get<int32_t>(), nullptr, nullptr, n_items, a, int(K), nullptr);

@@ -198,8 +198,9 @@ class CudaBackend final : public Backend {
   void product(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy,
                const Int8Acts* acts, bool add = false);
   // Several matrices reading the same input (q/k/v, gate/up): one launch when
-  // they share a format with an integer product and take the decode path.
-  void products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts);
+  // they share a format and row length and take the decode path, with an
+  // integer product or (BF16, F16) the tensor-core float product.
+  void products(std::initializer_list<MatrixOut> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts);
   // xn_ = rmsnorm(x_ rows (rows ? rows[i] : i)) * w.
   const Int8Acts* norm(const int32_t* rows, int64_t n, const float* w, std::initializer_list<const DeviceMatrix*> readers);
   // g = act(g) * u, n rows of k.
@@ -497,12 +498,16 @@ void CudaBackend::product(const DeviceMatrix& W, const float* X, int64_t ldx, in
   else gemv(W, w_.iq, X, ldx, n, Y, ldy, stream_, acts, add);
 }
 
-void CudaBackend::products(std::initializer_list<Int8Out> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts) {
+void CudaBackend::products(std::initializer_list<MatrixOut> outs, const float* X, int64_t ldx, int64_t n, const Int8Acts* acts) {
   const DeviceMatrix& W0 = *outs.begin()->W;
-  bool fuse = acts != nullptr && outs.size() > 1 && int8_product_serves(W0) && acts->style == int8_style_of(W0.type);
-  for (const Int8Out& o : outs) fuse = fuse && o.W->type == outs.begin()->W->type && !on_tensor_cores(*o.W, n);
-  if (fuse) return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
-  for (const Int8Out& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);
+  bool same = outs.size() > 1;
+  for (const MatrixOut& o : outs) same = same && o.W->type == W0.type && o.W->k == W0.k && !on_tensor_cores(*o.W, n);
+  if (same && acts != nullptr && int8_product_serves(W0) && acts->style == int8_style_of(W0.type))
+    return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
+  bool floats = same && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
+  for (const MatrixOut& o : outs) floats = floats && float_mma_serves(*o.W, n);
+  if (floats) return gemv_float_mma_fused({outs.begin(), outs.size()}, X, ldx, n, stream_);
+  for (const MatrixOut& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);
 }
 
 const Int8Acts* CudaBackend::norm(const int32_t* rows, int64_t n, const float* w,
@@ -657,7 +662,7 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const bool float_grouped = !grouped && float_grouped_experts(L, n_items);
   const int64_t tiles = grouped || float_grouped ? max_expert_tiles(n_items, int(E)) : 0;
   // Gate and up read the same items: one launch for both where the int8 product serves them.
-  const Int8Out gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
+  const MatrixOut gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
   const bool paired = xq && int8_product_serves(L.gate_exps) && xq->style == int8_style_of(L.gate_exps.type) &&
                       L.up_exps.type == L.gate_exps.type;
   if (grouped) {

@@ -51,18 +51,19 @@ bool int8_product_serves(const DeviceMatrix& W);
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add = false);
 // Several matrices of one format reading the same activations (q/k/v,
 // gate/up) in one launch: each output gets the bits gemv_int8 gives it alone.
+// A MatrixOut is one matrix of such a launch and where its products go.
 constexpr int kMaxFused = 3;
-struct Int8Out {
+struct MatrixOut {
   const DeviceMatrix* W;
   float* Y;
   int64_t ldy;
 };
-void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
+void gemv_int8_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s, bool ids_early = false);
 // Two expert tensors of one format and shape reading the same items (gate and
 // up) in one launch, each output the bits of its own launch (also one tensor).
-void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
+void gemv_int8_experts(std::span<const MatrixOut> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        cudaStream_t s, bool ids_early = false);
 
 // The same products with the items grouped by expert (moe.h group_by_expert):
@@ -74,7 +75,7 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
 constexpr int kExpertTile = 8;
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
                                const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s);
-void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
+void gemv_int8_experts_grouped(std::span<const MatrixOut> outs, const int32_t* order, const int32_t* tiles,
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
 // The same integer products with their integer sums made on the tensor cores
@@ -88,11 +89,11 @@ void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* ord
 // EMBER_CUDA_BATCH_INVARIANT=1 takes the tensor cores for every n (a
 // sequence's logits then never depend on its batch).
 bool tensor_core_products(int64_t n);
-void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
+void gemv_int8_mma_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 // Expert products: per item (ids, as gemv_int8_experts) or grouped (order,
 // tiles and max_tiles, as gemv_int8_experts_grouped); n_tiles is the number
 // of items or of tiles.
-void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
                            int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
 
 // Products of BF16 and F16 weights on the tensor cores (gemv_float_mma.cu),
@@ -103,6 +104,10 @@ void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, co
 bool float_mma_serves(const DeviceMatrix& W, int64_t n);
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add = false);
+// Up to kMaxFused BF16 or F16 matrices of one format and row length reading
+// the same activations in one launch: each output the bits of its own launch.
+void gemv_float_mma_fused(std::span<const MatrixOut> outs, const float* X, int64_t ldx, int64_t n, cudaStream_t s,
+                          bool add = false);
 // Expert products of BF16 and F16 weights on the tensor cores, as
 // gemv_int8_mma_experts: per item (ids) or grouped by expert (order, tiles
 // and n_tiles of moe.h group_by_expert: each expert's rows read once per tile

@@ -26,6 +26,7 @@
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/expert_tiles.cuh"
 #include "backend/cuda/gemv.h"
+#include "backend/cuda/fused_launch.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma_class_sums.cuh"
 #include "backend/cuda/weight_loads.cuh"
@@ -156,23 +157,24 @@ __device__ __forceinline__ bool block_product(const uint8_t* W, size_t stride, i
   return add_class_sums<J>(partial, out);
 }
 
-// Block (x, y): rows [16x, 16x + 16) of W times tokens [8J y, 8J y + 8J) of
-// X; rows past the matrix and tokens past n are not written. With add, Y +=
-// the products.
+// Block (x, y): 16 rows of the matrix fused_part(x) chooses (fused_launch.cuh:
+// q/k/v or gate/up in one launch, or one matrix) times tokens [8J y, 8J y +
+// 8J) of X; rows past a matrix and tokens past n are not written. With add,
+// Y += the products. A matrix's sums are the same bits fused or alone.
 template <GgmlType T, int J>
 __global__ void __launch_bounds__(kWarps * 32, 2)
-    float_mma_kernel(const uint8_t* W, size_t stride, int64_t rows, int64_t k, const float* X, int64_t ldx, int64_t n,
-                     float* Y, int64_t ldy, bool add) {
-  const int64_t r0 = int64_t(blockIdx.x) * kTileRows, t0 = int64_t(blockIdx.y) * 8 * J;
+    float_mma_kernel(Fused f, int64_t k, const float* X, int64_t ldx, int64_t n, bool add) {
+  const FusedPart part = fused_part(f, blockIdx.x);
+  const int64_t r0 = int64_t(blockIdx.x - part.first) * kTileRows, t0 = int64_t(blockIdx.y) * 8 * J;
   auto act_row = [&](int i) -> const float* { return t0 + i < n ? X + (t0 + i) * ldx : nullptr; };
   float out[4];
-  if (!block_product<T, J>(W, stride, rows, r0, k, act_row, true, out)) return;
+  if (!block_product<T, J>(part.W, part.stride, part.rows, r0, k, act_row, true, out)) return;
   const int tile = int(threadIdx.x >> 5);
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e), t = t0 + out_token(tile, e);
-    if (r < rows && t < n) {
-      float& y = Y[t * ldy + r];
+    if (r < part.rows && t < n) {
+      float& y = part.Y[t * part.ldy + r];
       y = add ? y + out[e] : out[e];
     }
   }
@@ -221,12 +223,25 @@ bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
 
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add) {
-  if (n <= 0 || W.rows <= 0) return;
-  check_float_mma(W, X, ldx);
-  const unsigned blocks = unsigned((W.rows + kTileRows - 1) / kTileRows);
+  const MatrixOut out{&W, Y, ldy};
+  gemv_float_mma_fused({&out, 1}, X, ldx, n, s, add);
+}
+
+void gemv_float_mma_fused(std::span<const MatrixOut> outs, const float* X, int64_t ldx, int64_t n, cudaStream_t s,
+                          bool add) {
+  if (n <= 0 || outs.empty()) return;
+  const DeviceMatrix& W = *outs[0].W;
+  for (const MatrixOut& o : outs) {
+    check_float_mma(*o.W, X, ldx);
+    if (o.W->type != W.type || o.W->k != W.k)
+      throw Error("CUDA backend: float products fused in one launch must share format and row length");
+  }
+  unsigned blocks = 0;
+  const Fused f = make_fused(outs, kTileRows, blocks);
+  if (blocks == 0) return;
   auto go = [&]<GgmlType T, int J>() {
-    launch(float_mma_kernel<T, J>, dim3(blocks, unsigned((n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, W.data,
-           W.row_stride, W.rows, W.k, X, ldx, n, Y, ldy, add);
+    launch(float_mma_kernel<T, J>, dim3(blocks, unsigned((n + 8 * J - 1) / (8 * J))), kWarps * 32, 0, s, f, W.k, X, ldx,
+           n, add);
   };
   auto with_format = [&]<GgmlType T>() {
     if (n <= 8) go.template operator()<T, 1>();

@@ -21,7 +21,7 @@
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/int8_dot.cuh"
-#include "backend/cuda/int8_fused.cuh"
+#include "backend/cuda/fused_launch.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/warp_reduce.cuh"
 #include "util/error.h"
@@ -124,14 +124,14 @@ bool tensor_core_products(int64_t n) {
 }
 
 void gemv_int8(const DeviceMatrix& W, const Int8Acts& a, float* Y, int64_t ldy, cudaStream_t s, bool add) {
-  const Int8Out out{&W, Y, ldy};
+  const MatrixOut out{&W, Y, ldy};
   gemv_int8_fused({&out, 1}, a, s, add);
 }
 
-void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
+void gemv_int8_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cudaStream_t s, bool add) {
   if (a.n <= 0 || outs.empty()) return;
   const GgmlType type = outs[0].W->type;
-  for (const Int8Out& o : outs) {
+  for (const MatrixOut& o : outs) {
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
@@ -145,7 +145,7 @@ void gemv_int8_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStrea
   if (!dispatch_int8_any(type, with_format)) throw Error(std::string("CUDA backend: no int8 product for format ") + type_name(type));
 }
 
-void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
+void gemv_int8_experts(std::span<const MatrixOut> outs, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        cudaStream_t s, bool ids_early) {
   if (n_items <= 0) return;
   const DeviceMatrix& W = *outs[0].W;
@@ -164,18 +164,18 @@ void gemv_int8_experts(std::span<const Int8Out> outs, const int32_t* ids, const 
 
 void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts& a, int x_div, int64_t n_items,
                        float* Y, int64_t ldy, cudaStream_t s, bool ids_early) {
-  const Int8Out out{&W, Y, ldy};
+  const MatrixOut out{&W, Y, ldy};
   gemv_int8_experts({&out, 1}, ids, a, x_div, n_items, s, ids_early);
 }
 
-void gemv_int8_experts_grouped(std::span<const Int8Out> outs, const int32_t* order, const int32_t* tiles,
+void gemv_int8_experts_grouped(std::span<const MatrixOut> outs, const int32_t* order, const int32_t* tiles,
                                int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
   gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s);
 }
 
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
                                const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s) {
-  const Int8Out out{&W, Y, ldy};
+  const MatrixOut out{&W, Y, ldy};
   gemv_int8_experts_grouped({&out, 1}, order, tiles, max_tiles, a, x_div, s);
 }
 

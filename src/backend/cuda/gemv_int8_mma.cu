@@ -28,7 +28,7 @@
 #include "backend/cuda/dequant.cuh"
 #include "backend/cuda/expert_tiles.cuh"
 #include "backend/cuda/gemv.h"
-#include "backend/cuda/int8_fused.cuh"
+#include "backend/cuda/fused_launch.cuh"
 #include "backend/cuda/iq_grids.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma_class_sums.cuh"
@@ -876,11 +876,11 @@ void dispatch(GgmlType t, F&& f) {
 
 }  // namespace
 
-void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaStream_t s, bool add) {
+void gemv_int8_mma_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cudaStream_t s, bool add) {
   if (a.n <= 0 || outs.empty()) return;
   check_offsets(a);
   const GgmlType type = outs[0].W->type;
-  for (const Int8Out& o : outs) {
+  for (const MatrixOut& o : outs) {
     check_int8_acts(*o.W, a);
     if (o.W->type != type) throw Error("CUDA backend: int8 products fused in one launch must share a format");
   }
@@ -900,7 +900,7 @@ void gemv_int8_mma_fused(std::span<const Int8Out> outs, const Int8Acts& a, cudaS
   dispatch(type, with_format);
 }
 
-void gemv_int8_mma_experts(std::span<const Int8Out> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
+void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
                            int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
   if (n_tiles <= 0) return;
   check_offsets(a);

@@ -1,8 +1,8 @@
 // Several matrices multiplied in one launch, shared by the integer products on
-// the CUDA cores (gemv_int8.cu) and on the tensor cores (gemv_int8_mma.cu).
-// Fused: up to kMaxFused matrices of one format reading the same int8
-// activations (q/k/v, gate/up); blocks [end[m - 1], end[m]) of the grid's x
-// serve matrix m.
+// the CUDA cores (gemv_int8.cu) and on the tensor cores (gemv_int8_mma.cu) and
+// by the BF16/F16 tensor-core products (gemv_float_mma.cu). Fused: up to
+// kMaxFused matrices of one format reading the same activations (q/k/v,
+// gate/up); blocks [end[m - 1], end[m]) of the grid's x serve matrix m.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +55,7 @@ inline void check_int8_acts(const DeviceMatrix& W, const Int8Acts& a) {
 }
 
 // The launch description of outs, rows_per_block rows of each matrix per block.
-inline Fused make_fused(std::span<const Int8Out> outs, int64_t rows_per_block, unsigned& blocks) {
+inline Fused make_fused(std::span<const MatrixOut> outs, int64_t rows_per_block, unsigned& blocks) {
   if (outs.size() > size_t(kMaxFused))
     throw Error("CUDA backend: more int8 products in one launch than " + std::to_string(kMaxFused));
   Fused f{};
@@ -84,10 +84,10 @@ struct ExpertPair {
 
 // The pair for one launch: the tensors must match in format and every
 // dimension, and their outputs in ldy.
-inline ExpertPair expert_pair(std::span<const Int8Out> outs, const Int8Acts& a, int64_t rows_per_block) {
+inline ExpertPair expert_pair(std::span<const MatrixOut> outs, const Int8Acts& a, int64_t rows_per_block) {
   if (outs.empty() || outs.size() > 2) throw Error("CUDA backend: one or two expert tensors per launch");
-  const Int8Out& o0 = outs[0];
-  const Int8Out& o1 = outs.back();
+  const MatrixOut& o0 = outs[0];
+  const MatrixOut& o1 = outs.back();
   const DeviceMatrix &W0 = *o0.W, &W1 = *o1.W;
   if (W1.type != W0.type || W1.rows != W0.rows || W1.k != W0.k || W1.row_stride != W0.row_stride ||
       W1.expert_stride != W0.expert_stride || o1.ldy != o0.ldy)
