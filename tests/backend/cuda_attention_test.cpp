@@ -290,10 +290,11 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
 }
 
 // A token's result is the same bits alone or in a batch, and whatever the
-// step's split grid and context class: the cluster kernel cuts its slices
-// from the token's own context (a cluster of 16 gives a short context the
-// same 8 slices as a cluster of 8), the split kernel sizes its splits so, and
-// the grid's blocks past them count for nothing. A short context (position
+// step's split grid, context class and blocks a cluster: the cluster kernel
+// cuts its slices from the token's own context (the kernel of 16 gives a
+// short context the same 8 slices as the kernel of 8) and sums each alone
+// whichever block takes it, the split kernel sizes its splits so, and the
+// grid's blocks past them count for nothing. A short context (position
 // 200), a longer one (301: 16 slices) where the layout fits the cluster
 // kernel, and one past it (1,100: split); also in a sliding window of 50
 // (the split kernel then splits the window alone).
@@ -314,21 +315,26 @@ TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
       const int own = attention_splits(st.pos[size_t(t)] + 1);
       std::vector<int32_t> one = {t};
       DeviceBuffer d_one = upload(one);
-      for (const int grid : {own, attention_split_grid(own), kAttentionMaxSplits}) {
-        AttnArgs a = st.args();
-        a.tokens = d_one.get<int32_t>();
-        a.partial = d_part.get<float>();
-        a.n_splits = grid;
-        a.context_class = attention_context_class(st.pos[size_t(t)] + 1);  // alone: its own class
-        EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
-        EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
-        attention(a, st.ix, st.kv, 1, nullptr);
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        std::vector<float> solo(row);
-        EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
-        ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0)
-            << c.name() << " position " << st.pos[size_t(t)] << " split grid " << grid;
-      }
+      const int klass = attention_context_class(st.pos[size_t(t)] + 1);  // alone: its own class
+      const int slices = klass <= kClusterShort ? kClusterShortSlices : kClusterSlices;
+      for (const int grid : {own, attention_split_grid(own), kAttentionMaxSplits})
+        for (int blocks = slices; blocks >= slices / kClusterMaxSlicesPerBlock; blocks /= 2) {
+          AttnArgs a = st.args();
+          a.tokens = d_one.get<int32_t>();
+          a.partial = d_part.get<float>();
+          a.n_splits = grid;
+          a.context_class = klass;
+          a.cluster_blocks = blocks;
+          EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
+          EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
+          attention(a, st.ix, st.kv, 1, nullptr);
+          EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+          std::vector<float> solo(row);
+          EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
+          ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0)
+              << c.name() << " position " << st.pos[size_t(t)] << " split grid " << grid << ", " << blocks
+              << " blocks a cluster";
+        }
     }
   }
 }

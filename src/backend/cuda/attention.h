@@ -94,6 +94,11 @@ struct AttnArgs {
   int sliding_window = 0;
   int n_splits = 1;            // the split grid: at least the most attention_splits() of any token of the step
   int context_class = 1 << 30;  // attention_context_class() of the step's longest context (default: any)
+  // The cluster kernel's blocks per cluster: a power of two dividing its
+  // slices (8 or 16), each block taking at most kClusterMaxSlicesPerBlock of
+  // them in turn; 0: as many as keep the step's clusters in one wave. The
+  // result is the same bits whatever it is.
+  int cluster_blocks = 0;
 };
 
 // Attention for any step: the decode path. Tokens of short contexts take the
@@ -111,13 +116,16 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
 // positions is cut into kClusterShortSlices slices, a longer one into
 // kClusterSlices: from the token's own context, so its result is the same
 // bits whatever the step (a cluster's blocks past its slices add nothing).
+// A cluster has a block per slice, or fewer taking several slices in turn
+// where the step's clusters would not all be resident at once
+// (AttnArgs::cluster_blocks); each slice is still summed alone and merged in order.
 constexpr int kClusterShort = 256, kClusterContext = 1024;
-constexpr int kClusterShortSlices = 8, kClusterSlices = 16;
+constexpr int kClusterShortSlices = 8, kClusterSlices = 16, kClusterMaxSlicesPerBlock = 4;
 
 // What attention() launches depends on the longest context among its tokens,
 // in three classes (a captured step's graph is keyed by it): up to
-// kClusterShort positions, clusters of 8 blocks; up to kClusterContext,
-// clusters of 16; longer, the split kernel and merge too.
+// kClusterShort positions, the cluster kernel of 8 slices; up to
+// kClusterContext, of 16; longer, the split kernel and merge too.
 constexpr int attention_context_class(int positions) {
   return positions <= kClusterShort ? kClusterShort : positions <= kClusterContext ? kClusterContext : 1 << 30;
 }

@@ -8,13 +8,17 @@
 // back to merge them. Measured in place, that pair cost 8.7-9.8 us a layer,
 // the largest share of a one-token step after the weight products.
 //
-// Here each block of the cluster (8 blocks; 16 where a step holds a context
-// past kClusterShort positions) stages its slice of the head's positions in
+// Here each block of the cluster stages its slice of the head's positions in
 // shared memory (cp.async: every load of the slice in flight at once), each
 // warp runs the online softmax of its query head over the slice, and after a
 // cluster barrier the blocks merge the slices by reading one another's partial
-// results through distributed shared memory, in rank order, one 256-element
+// results through distributed shared memory, in slice order, one 256-element
 // int8 block of the output at a time (and round it for wo's integer product).
+// A context is cut into 8 slices (16 where a step holds a context past
+// kClusterShort positions); a cluster has a block per slice or, where a
+// step's clusters would not all be resident at once (16 sequences), fewer
+// blocks that take 2 or 4 slices each in turn: a block's work is a chain of
+// latencies, and a second wave of blocks waits out the whole first one.
 // The slices are cut from the token's own context only, so its result is the
 // same bits in any batch.
 #include <cooperative_groups.h>
@@ -22,7 +26,11 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "backend/cuda/async_copy.cuh"
 #include "backend/cuda/attention.h"
@@ -39,32 +47,37 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-// Positions one block stages at most: in clusters of 8 (every context of the
-// step short) and of 16.
+// Positions of one slice at most: a short context's (cut into 8) and a longer one's (16).
 constexpr int kShortSlots = kClusterShort / kClusterShortSlices, kSlots = kClusterContext / kClusterSlices;
 static_assert(kClusterSlices % kClusterShortSlices == 0 && kSlots >= kShortSlots);
 constexpr int kMaxGroup = 32;  // query heads per key/value head (their partial results fill shared memory)
 constexpr int kMaxHeadDim = 256;
 
-// Shared memory of one block: the slice's keys, then its values (slots rows
-// of head_dim elements each), then each query head's partial result
-// (head_dim sums, the running maximum and the denominator).
+// One slice's positions at most in the kernel of S slices.
+template <int S>
+constexpr int slots_of() { return S == kClusterShortSlices ? kShortSlots : kSlots; }
+
+// Shared memory of one block taking `per_block` slices: their keys, then their
+// values (rows of head_dim elements), then each slice's partial result of each
+// query head (head_dim sums, the running maximum and the denominator).
 template <class E>
-__host__ __device__ constexpr size_t cluster_smem_bytes(int slots, int group, int head_dim) {
-  return size_t(2) * size_t(slots) * size_t(head_dim) * sizeof(E) + size_t(group) * size_t(head_dim + 2) * sizeof(float);
+__host__ __device__ constexpr size_t cluster_smem_bytes(int slots, int per_block, int group, int head_dim) {
+  return size_t(2) * size_t(slots) * size_t(per_block) * size_t(head_dim) * sizeof(E) +
+         size_t(per_block) * size_t(group) * size_t(head_dim + 2) * sizeof(float);
 }
 
-// Positions one block of a cluster of NB stages at most.
-template <int NB>
-constexpr int slots_of() { return NB == kClusterShortSlices ? kShortSlots : kSlots; }
-
-// Blocks of the grid: (rank in the cluster, key/value head, token t0 + z);
-// clusters of NB blocks. (NB a template parameter: in clusters of 8 every
-// context is short, and the slice arithmetic is constant.)
-template <class E, int NE, int NB>
+// Blocks of the grid: (rank in the cluster, key/value head, token t0 + z).
+// A cluster's blocks (gridDim.x, a power of two dividing S) share the S
+// slices of the kernel's class, S / gridDim.x each in turn, and every slice's
+// partial result is computed alone and merged in slice order: the sums and
+// their order are the same whichever block took a slice, so the blocks per
+// cluster may follow the step's size without changing a bit. (S a template
+// parameter: in the kernel of 8 every context is short, and the slice
+// arithmetic is constant.)
+template <class E, int NE, int S>
 __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     cluster_attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0) {
-  constexpr int slots = slots_of<NB>();
+  constexpr int slots = slots_of<S>();
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ __align__(16) float merged[kInt8Block];
   const cg::cluster_group cl = cg::this_cluster();
@@ -81,19 +94,22 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     wait_for_previous_kernel();
     return;
   }
-  const int rank = int(blockIdx.x), g = int(blockIdx.y);
+  const int nb = int(gridDim.x), rank = int(blockIdx.x), g = int(blockIdx.y);
+  const int shift = __ffs(S / nb) - 1;  // the block's slices: 1 << shift of them from rank << shift
   const int group = a.n_heads / a.n_kv_heads, hd = a.head_dim;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int first = a.sliding_window > 0 ? max(0, last - a.sliding_window + 1) : 0;
-  // Slices from the token's own context (in clusters of 8 all are short).
-  const int slices = NB == kClusterShortSlices || last < kClusterShort ? kClusterShortSlices : kClusterSlices;
+  // Slices from the token's own context (in the kernel of 8 all are short).
+  const int slices = S == kClusterShortSlices || last < kClusterShort ? kClusterShortSlices : kClusterSlices;
   const int per = (last - first + 1 + slices - 1) / slices;
-  const int lo = first + rank * per, cnt = max(0, min(last, lo + per - 1) - lo + 1);
   if (per > slots) __trap();  // a context too long for the launch's class: never let it pass silently
+  // The block's positions: its slices' runs, one after another.
+  const int lo = first + (rank << shift) * per, cnt = max(0, min(last, lo + (per << shift) - 1) - lo + 1);
   const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
   E* ks = reinterpret_cast<E*>(smem);
-  E* vs = ks + slots * hd;
-  float* part = reinterpret_cast<float*>(vs + slots * hd);
+  E* vs = ks + (slots << shift) * hd;
+  float* part = reinterpret_cast<float*>(vs + (slots << shift) * hd);
+  const int part_stride = group * (hd + 2);  // one slice's partial results
 
   // The slice's keys and values, 16-byte copies where rows are whole 16-byte
   // units: those of earlier steps while the kernel before still runs, the
@@ -133,26 +149,30 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
 
   for (int hl = w; hl < group; hl += int(blockDim.x >> 5)) {
     if (hl != w) load_q(hl);
-    float acc[NE], m = -INFINITY, l = 0.f;
+    for (int j = 0; j < 1 << shift; ++j) {  // each slice alone (an empty one: l = 0)
+      float acc[NE], m = -INFINITY, l = 0.f;
 #pragma unroll
-    for (int i = 0; i < NE; ++i) acc[i] = 0.f;
-    attend_positions<E, NE>(a, q, 0, cnt - 1, d0, vec,
-                            [&](int p, const E*& k, const E*& v) {
-                              k = ks + p * hd;
-                              v = vs + p * hd;
-                            },
-                            acc, m, l);
-    store_partial(part + hl * (hd + 2), acc, m, l, d0, hd);
+      for (int i = 0; i < NE; ++i) acc[i] = 0.f;
+      attend_positions<E, NE>(a, q, j * per, min(cnt, (j + 1) * per) - 1, d0, vec,
+                              [&](int p, const E*& k, const E*& v) {
+                                k = ks + p * hd;
+                                v = vs + p * hd;
+                              },
+                              acc, m, l);
+      store_partial(part + j * part_stride + hl * (hd + 2), acc, m, l, d0, hd);
+    }
   }
   cl.sync();  // every block's partial results are written and visible to the cluster
 
   // The group's output (group * head_dim elements, contiguous in the row) in
-  // int8 blocks of 256: block `rank` merges blocks rank, rank + NB, ...
+  // int8 blocks of 256: block `rank` merges blocks rank, rank + nb, ...
   // Only the token's own slices are read: the same sums, in the same order,
-  // in a cluster of 8 or of 16.
+  // in the kernel of 8 or of 16 and whichever block computed a slice.
   const int n_pieces = group * hd / kInt8Block;
   const int64_t row = int64_t(a.n_heads) * hd, base = t * row + int64_t(g) * group * hd;
-  for (int piece = rank; piece < n_pieces; piece += NB) {
+  // Slice z's partial results: in the block that took it, at its place there.
+  auto slice_part = [&](int z) { return cl.map_shared_rank(part + (z & ((1 << shift) - 1)) * part_stride, z >> shift); };
+  for (int piece = rank; piece < n_pieces; piece += nb) {
     for (int el = int(threadIdx.x); el < kInt8Block; el += int(blockDim.x)) {
       const int e = piece * kInt8Block + el, hl = e / hd, at = hl * (hd + 2);
       // The slices' common maximum, then their weighted sums in slice order,
@@ -163,14 +183,14 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
 #pragma unroll 1
       for (int z0 = 0; z0 < slices; z0 += kPer)
 #pragma unroll
-        for (int z = z0; z < z0 + kPer; ++z) mx = fmaxf(mx, cl.map_shared_rank(part, z)[at + hd]);
+        for (int z = z0; z < z0 + kPer; ++z) mx = fmaxf(mx, slice_part(z)[at + hd]);
       float num = 0.f, den = 0.f;
 #pragma unroll 1
       for (int z0 = 0; z0 < slices; z0 += kPer) {
         float mz[kPer], lz[kPer], az[kPer];
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
-          const float* other = cl.map_shared_rank(part, z0 + j);
+          const float* other = slice_part(z0 + j);
           mz[j] = other[at + hd];
           lz[j] = other[at + hd + 1];
           az[j] = other[at + e - hl * hd];
@@ -194,24 +214,70 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   cl.sync();  // no block leaves while another may still read its partial results
 }
 
-template <class E, int NE, int NB>
+// How many of a kernel's clusters are resident at once with `nb` blocks each
+// of `threads` threads and `smem` bytes: once per kernel and size (the answer
+// depends on the model's head layout only).
+template <class K>
+int resident_clusters(K kernel, int nb, unsigned threads, size_t smem) {
+  static std::mutex mu;
+  static std::vector<std::array<int64_t, 4>> known;  // nb, threads, smem, clusters
+  const std::lock_guard<std::mutex> lock(mu);
+  for (const auto& k : known)
+    if (k[0] == nb && k[1] == threads && k[2] == int64_t(smem)) return int(k[3]);
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = unsigned(nb);
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(nb));
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  EMBER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+  known.push_back({nb, threads, int64_t(smem), clusters});
+  return clusters;
+}
+
+template <class E, int NE, int S>
 void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
-  // Above 48 KB of dynamic shared memory (float keys of long heads) a kernel
-  // must opt in, and clusters of 16 blocks are beyond the portable 8: once per process.
-  static const cudaError_t opted = [] {
-    const cudaError_t e = cudaFuncSetAttribute(cluster_attention_kernel<E, NE, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               int(cluster_smem_bytes<E>(kSlots, kMaxGroup, 32 * NE)));
-    if (e != cudaSuccess || NB <= 8) return e;
-    return cudaFuncSetAttribute(cluster_attention_kernel<E, NE, NB>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  const auto kernel = cluster_attention_kernel<E, NE, S>;
+  // Above 48 KB of dynamic shared memory (several slices a block, float keys
+  // of long heads) a kernel must opt in, and clusters of 16 blocks are beyond
+  // the portable 8: once per process.
+  static const int max_smem = [&] {
+    int device = 0, optin = 0;
+    cudaFuncAttributes fa{};
+    EMBER_CUDA_CHECK(cudaGetDevice(&device));
+    EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    EMBER_CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    const int dynamic = optin - int(fa.sharedSizeBytes);  // what the static `merged` leaves
+    EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+    if (S > 8) EMBER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    return dynamic;
   }();
-  EMBER_CUDA_CHECK(opted);
   const int group = a.n_heads / a.n_kv_heads;
-  const size_t smem = cluster_smem_bytes<E>(slots_of<NB>(), group, a.head_dim);
+  const unsigned threads = unsigned(attention_warps(group) * 32);
+  const auto smem = [&](int nb) { return cluster_smem_bytes<E>(slots_of<S>(), S / nb, group, a.head_dim); };
+  // Blocks per cluster: a block per slice (the shortest chain of waits) while
+  // all the step's clusters are resident at once; past that fewer, a block
+  // taking 2 or 4 slices in turn, so that one wave holds them (16 sequences
+  // of dense-8b: 128 clusters of 8 blocks, 77 resident on an H100).
+  int nb = a.cluster_blocks;
+  if (nb == 0) {
+    nb = S;
+    for (int fewer = S / 2; fewer >= S / kClusterMaxSlicesPerBlock && smem(fewer) <= size_t(max_smem); fewer /= 2) {
+      if (int64_t(resident_clusters(kernel, nb, threads, smem(nb))) >= n_tok * a.n_kv_heads) break;
+      nb = fewer;
+    }
+  }
+  if (nb <= 0 || S % nb != 0 || (nb & (nb - 1)) != 0 || S / nb > kClusterMaxSlicesPerBlock || smem(nb) > size_t(max_smem))
+    throw Error("CUDA backend: the cluster attention kernel cannot take " + std::to_string(nb) + " blocks a cluster here");
   constexpr int64_t kMaxGridZ = 65535;
   for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxGridZ) {
-    const dim3 grid(unsigned(NB), unsigned(a.n_kv_heads), unsigned(std::min(kMaxGridZ, n_tok - t0)));
-    const dim3 block(unsigned(attention_warps(group) * 32));
-    launch_clustered(cluster_attention_kernel<E, NE, NB>, grid, block, smem, unsigned(NB), s, a, ix, kv, t0);
+    const dim3 grid(unsigned(nb), unsigned(a.n_kv_heads), unsigned(std::min(kMaxGridZ, n_tok - t0)));
+    launch_clustered(kernel, grid, dim3(threads), smem(nb), unsigned(nb), s, a, ix, kv, t0);
   }
 }
 
@@ -226,7 +292,7 @@ bool cluster_attention_fits(int n_heads, int n_kv_heads, int head_dim) {
 void cluster_attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_t n_tok, cudaStream_t s) {
   if (!cluster_attention_fits(a.n_heads, a.n_kv_heads, a.head_dim))
     throw Error("CUDA backend: the cluster attention kernel does not take this head layout");
-  // Clusters of 8 where every context of the step is short, else of 16 (a short context's slices are the same).
+  // The kernel of 8 slices where every context of the step is short, else of 16 (a short context's slices are the same).
   with_kv_type(kv.type, [&]<class E>() {
     with_lane_elems(a.head_dim, [&]<int NE>() {
       if (a.context_class <= kClusterShort) launch_clusters<E, NE, kClusterShortSlices>(a, ix, kv, n_tok, s);
