@@ -294,13 +294,15 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
 // cuts its slices from the token's own context (the kernel of 16 gives a
 // short context the same 8 slices as the kernel of 8) and sums each alone
 // whichever block takes it, the split kernel sizes its splits so, and the
-// grid's blocks past them count for nothing. A short context (position
+// grid's blocks past them count for nothing. The last layout has 32 query
+// heads to a key/value head: each warp takes four, each over several slices. A short context (position
 // 200), a longer one (301: 16 slices) where the layout fits the cluster
 // kernel, and one past it (1,100: split); also in a sliding window of 50
 // (the split kernel then splits the window alone).
 TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
-  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}, Case{KvType::F16, 128, 8, 2, 50, 0.f}}) {
+  for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}, Case{KvType::F16, 128, 8, 2, 50, 0.f},
+                        Case{KvType::BF16, 128, 32, 1}}) {
     Step st(c, rng);
     const std::vector<float> all = st.run(false);
     const size_t row = size_t(st.c.n_heads * st.c.head_dim);
@@ -315,26 +317,32 @@ TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
       const int own = attention_splits(st.pos[size_t(t)] + 1);
       std::vector<int32_t> one = {t};
       DeviceBuffer d_one = upload(one);
-      const int klass = attention_context_class(st.pos[size_t(t)] + 1);  // alone: its own class
-      const int slices = klass <= kClusterShort ? kClusterShortSlices : kClusterSlices;
-      for (const int grid : {own, attention_split_grid(own), kAttentionMaxSplits})
-        for (int blocks = slices; blocks >= slices / kClusterMaxSlicesPerBlock; blocks /= 2) {
-          AttnArgs a = st.args();
-          a.tokens = d_one.get<int32_t>();
-          a.partial = d_part.get<float>();
-          a.n_splits = grid;
-          a.context_class = klass;
-          a.cluster_blocks = blocks;
-          EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
-          EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
-          attention(a, st.ix, st.kv, 1, nullptr);
-          EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-          std::vector<float> solo(row);
-          EMBER_CUDA_CHECK(cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
-          ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0)
-              << c.name() << " position " << st.pos[size_t(t)] << " split grid " << grid << ", " << blocks
-              << " blocks a cluster";
-        }
+      // Alone: its own class, and a short context also in the kernel of 16 slices.
+      const int own_class = attention_context_class(st.pos[size_t(t)] + 1);
+      std::vector<int> classes = {own_class};
+      if (own_class == kClusterShort) classes.push_back(kClusterContext);
+      for (const int klass : classes) {
+        const int slices = klass <= kClusterShort ? kClusterShortSlices : kClusterSlices;
+        for (const int grid : {own, attention_split_grid(own), kAttentionMaxSplits})
+          for (int blocks = slices; blocks >= slices / kClusterMaxSlicesPerBlock; blocks /= 2) {
+            AttnArgs a = st.args();
+            a.tokens = d_one.get<int32_t>();
+            a.partial = d_part.get<float>();
+            a.n_splits = grid;
+            a.context_class = klass;
+            a.cluster_blocks = blocks;
+            EMBER_CUDA_CHECK(cudaMemset(d_part.get(), 0xFF, d_part.bytes()));  // NaNs wherever a split is not written
+            EMBER_CUDA_CHECK(cudaMemset(st.d_out.get(), 0xFF, st.d_out.bytes()));
+            attention(a, st.ix, st.kv, 1, nullptr);
+            EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+            std::vector<float> solo(row);
+            EMBER_CUDA_CHECK(
+                cudaMemcpy(solo.data(), st.d_out.get<float>() + size_t(t) * row, row * 4, cudaMemcpyDeviceToHost));
+            ASSERT_EQ(std::memcmp(solo.data(), all.data() + size_t(t) * row, row * 4), 0)
+                << c.name() << " position " << st.pos[size_t(t)] << " class " << klass << " split grid " << grid << ", "
+                << blocks << " blocks a cluster";
+          }
+      }
     }
   }
 }

@@ -609,7 +609,7 @@ TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
         DeviceBuffer wa = upload(ma.bytes), wb = upload(mb.bytes);
         const DeviceMatrix da{type, wa.get<uint8_t>(), k, 19, ma.stride, 0}, db{type, wb.get<uint8_t>(), k, 50, mb.stride, 0};
         DeviceBuffer ya(size_t(n * 19) * 4), yb(size_t(n * 50) * 4), yf(size_t(n * ldy) * 4);
-        EMBER_CUDA_CHECK(cudaMemset(yf.get(), 0xFF, yf.bytes()));
+        for (DeviceBuffer* y : {&ya, &yb, &yf}) EMBER_CUDA_CHECK(cudaMemset(y->get(), 0xFF, y->bytes()));
         const MatrixOut outs[3] = {{&da, ya.get<float>(), 19}, {&db, yb.get<float>(), 50}, {&dm, yf.get<float>(), ldy}};
         gemv_float_mma_fused(outs, dx.get<float>(), k, n, nullptr);
         EMBER_CUDA_CHECK(cudaDeviceSynchronize());
@@ -617,6 +617,7 @@ TEST_F(CudaKernels, FloatTensorCoreProductsMatchTheReference) {
         EXPECT_EQ(0, std::memcmp(y.data(), fused.data(), fused.size() * 4)) << what << " fused";  // NaN gaps alike
         for (const auto& [hm, dmat, dout] : {std::tuple{&ma, &da, &ya}, std::tuple{&mb, &db, &yb}}) {
           DeviceBuffer alone(dout->bytes());
+          EMBER_CUDA_CHECK(cudaMemset(alone.get(), 0xFF, alone.bytes()));
           gemv_float_mma(*dmat, dx.get<float>(), k, n, alone.get<float>(), hm->rows, nullptr);
           EMBER_CUDA_CHECK(cudaDeviceSynchronize());
           EXPECT_EQ(0, std::memcmp(download<float>(alone, size_t(n * hm->rows)).data(),

@@ -96,8 +96,9 @@ struct AttnArgs {
   int context_class = 1 << 30;  // attention_context_class() of the step's longest context (default: any)
   // The cluster kernel's blocks per cluster: a power of two dividing its
   // slices (8 or 16), each block taking at most kClusterMaxSlicesPerBlock of
-  // them in turn; 0: as many as keep the step's clusters in one wave. The
-  // result is the same bits whatever it is.
+  // them in turn, and their keys and values within a block's shared memory
+  // (else the launch throws); 0: a block per slice unless fewer take fewer
+  // waves of clusters. The result is the same bits whatever it is.
   int cluster_blocks = 0;
 };
 

@@ -111,13 +111,13 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
   float* part = reinterpret_cast<float*>(vs + (slots << shift) * hd);
   const int part_stride = group * (hd + 2);  // one slice's partial results
 
-  // The slice's keys and values, 16-byte copies where rows are whole 16-byte
+  // The block's slices' keys and values, 16-byte copies where rows are whole 16-byte
   // units: those of earlier steps while the kernel before still runs, the
   // rest (this step's) after it.
   const int off = g * hd;
   const bool whole = hd * int(sizeof(E)) % 16 == 0;
   const int units = whole ? hd * int(sizeof(E)) / 16 : hd;
-  auto stage = [&](int from, int to) {  // slice positions from .. to - 1
+  auto stage = [&](int from, int to) {  // the block's positions from .. to - 1
     for (int i = from * 2 * units + int(threadIdx.x); i < to * 2 * units; i += int(blockDim.x)) {
       const int r = i / units, u = i - r * units, p = r >> 1, kvsel = r & 1;
       const E* src = kv_at<E>(kv, table, lo + p, kvsel) + off;
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     for (int el = int(threadIdx.x); el < kInt8Block; el += int(blockDim.x)) {
       const int e = piece * kInt8Block + el, hl = e / hd, at = hl * (hd + 2);
       // The slices' common maximum, then their weighted sums in slice order,
-      // eight slices at a time (a cluster of 16 then holds no more values
-      // than one of 8: registers are what bound its blocks per SM).
+      // eight slices at a time (the kernel of 16 slices then holds no more
+      // values than the kernel of 8: registers are what bound its blocks per SM).
       constexpr int kPer = kClusterShortSlices;
       float mx = -INFINITY;
 #pragma unroll 1
@@ -215,15 +215,23 @@ __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
 }
 
 // How many of a kernel's clusters are resident at once with `nb` blocks each
-// of `threads` threads and `smem` bytes: once per kernel and size (the answer
-// depends on the model's head layout only).
+// of `threads` threads and `smem` bytes: asked once per kernel and size (the
+// answer depends on the model's head layout only).
 template <class K>
 int resident_clusters(K kernel, int nb, unsigned threads, size_t smem) {
+  struct Known {
+    const void* kernel;
+    int nb;
+    unsigned threads;
+    size_t smem;
+    int clusters;
+  };
   static std::mutex mu;
-  static std::vector<std::array<int64_t, 4>> known;  // nb, threads, smem, clusters
+  static std::vector<Known> known;
   const std::lock_guard<std::mutex> lock(mu);
-  for (const auto& k : known)
-    if (k[0] == nb && k[1] == threads && k[2] == int64_t(smem)) return int(k[3]);
+  const void* id = reinterpret_cast<const void*>(kernel);
+  for (const Known& k : known)
+    if (k.kernel == id && k.nb == nb && k.threads == threads && k.smem == smem) return k.clusters;
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = unsigned(nb);
@@ -236,7 +244,7 @@ int resident_clusters(K kernel, int nb, unsigned threads, size_t smem) {
   cfg.numAttrs = 1;
   int clusters = 0;
   EMBER_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
-  known.push_back({nb, threads, int64_t(smem), clusters});
+  known.push_back({id, nb, threads, smem, clusters});
   return clusters;
 }
 
@@ -260,17 +268,20 @@ void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, 
   const int group = a.n_heads / a.n_kv_heads;
   const unsigned threads = unsigned(attention_warps(group) * 32);
   const auto smem = [&](int nb) { return cluster_smem_bytes<E>(slots_of<S>(), S / nb, group, a.head_dim); };
-  // Blocks per cluster: a block per slice (the shortest chain of waits) while
-  // all the step's clusters are resident at once; past that fewer, a block
-  // taking 2 or 4 slices in turn, so that one wave holds them (16 sequences
-  // of dense-8b: 128 clusters of 8 blocks, 77 resident on an H100).
+  // Blocks per cluster: a block per slice (the shortest chain of waits),
+  // fewer (a block taking 2 or 4 slices in turn) only where that takes fewer
+  // waves of clusters (16 sequences of dense-8b: 128 clusters of 8 blocks, 77
+  // resident on an H100: two waves; of 4 blocks, one).
   int nb = a.cluster_blocks;
   if (nb == 0) {
+    const int64_t clusters = n_tok * a.n_kv_heads;
+    const auto waves = [&](int blocks) {
+      const int64_t resident = std::max(1, resident_clusters(kernel, blocks, threads, smem(blocks)));
+      return (clusters + resident - 1) / resident;
+    };
     nb = S;
-    for (int fewer = S / 2; fewer >= S / kClusterMaxSlicesPerBlock && smem(fewer) <= size_t(max_smem); fewer /= 2) {
-      if (int64_t(resident_clusters(kernel, nb, threads, smem(nb))) >= n_tok * a.n_kv_heads) break;
-      nb = fewer;
-    }
+    for (int fewer = S / 2; fewer >= S / kClusterMaxSlicesPerBlock && smem(fewer) <= size_t(max_smem); fewer /= 2)
+      if (waves(fewer) < waves(nb)) nb = fewer;
   }
   if (nb <= 0 || S % nb != 0 || (nb & (nb - 1)) != 0 || S / nb > kClusterMaxSlicesPerBlock || smem(nb) > size_t(max_smem))
     throw Error("CUDA backend: the cluster attention kernel cannot take " + std::to_string(nb) + " blocks a cluster here");

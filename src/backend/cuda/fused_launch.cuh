@@ -57,7 +57,7 @@ inline void check_int8_acts(const DeviceMatrix& W, const Int8Acts& a) {
 // The launch description of outs, rows_per_block rows of each matrix per block.
 inline Fused make_fused(std::span<const MatrixOut> outs, int64_t rows_per_block, unsigned& blocks) {
   if (outs.size() > size_t(kMaxFused))
-    throw Error("CUDA backend: more int8 products in one launch than " + std::to_string(kMaxFused));
+    throw Error("CUDA backend: more products in one launch than " + std::to_string(kMaxFused));
   Fused f{};
   f.n = int(outs.size());
   blocks = 0;
