@@ -504,7 +504,7 @@ void CudaBackend::products(std::initializer_list<MatrixOut> outs, const float* X
   for (const MatrixOut& o : outs) same = same && o.W->type == W0.type && o.W->k == W0.k && !on_tensor_cores(*o.W, n);
   if (same && acts != nullptr && int8_product_serves(W0) && acts->style == int8_style_of(W0.type))
     return gemv_int8_fused({outs.begin(), outs.size()}, *acts, stream_);
-  bool floats = same && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
+  bool floats = same && float_mma_reads(X, ldx);
   for (const MatrixOut& o : outs) floats = floats && float_mma_serves(*o.W, n);
   if (floats) return gemv_float_mma_fused({outs.begin(), outs.size()}, X, ldx, n, stream_);
   for (const MatrixOut& o : outs) product(*o.W, X, ldx, n, o.Y, o.ldy, acts);

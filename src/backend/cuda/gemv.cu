@@ -101,7 +101,7 @@ void gemv(const DeviceMatrix& W, const IqTables& tab, const float* X, int64_t ld
     if (acts->n != n) throw Error("CUDA backend: int8 activations of another step");
     return gemv_int8(W, *acts, Y, ldy, s, add);
   }
-  if (float_mma_serves(W, n) && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0)
+  if (float_mma_serves(W, n) && float_mma_reads(X, ldx))
     return gemv_float_mma(W, X, ldx, n, Y, ldy, s, add);
   gemv_float(W, tab, X, ldx, n, Y, ldy, s, add);
 }
@@ -132,8 +132,7 @@ void gemv_experts(const DeviceMatrix& W, const IqTables& tab, const int32_t* ids
   check_shape(W);
   if (acts && acts->style == int8_style_of(W.type) && int8_product_serves(W))
     return gemv_int8_experts(W, ids, *acts, x_div, n_items, Y, ldy, s, ids_early);
-  if (float_mma_experts_serve(W) && tensor_core_products(1) && ldx % 4 == 0 &&
-      reinterpret_cast<uintptr_t>(X) % 16 == 0)
+  if (float_mma_experts_serve(W) && tensor_core_products(1) && float_mma_reads(X, ldx))
     return gemv_float_mma_experts(W, ids, nullptr, nullptr, n_items, X, ldx, x_div, Y, ldy, s);
   const int64_t per_block = kWarps * rows_per_warp<1>();
   const unsigned blocks = unsigned((W.rows + per_block - 1) / per_block);

@@ -100,8 +100,11 @@ void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, 
 // with the CPU's arithmetic (BF16: activations rounded to bfloat16; F16: float
 // activations, kept to about 22 bits), each output summed in one order
 // whatever the number of tokens. float_mma_serves: whether gemv takes them
-// for W and n tokens (tensor_core_products(n), rows of whole 32-element steps).
+// for W and n tokens (tensor_core_products(n), rows of whole 32-element steps);
+// float_mma_reads: whether they can read activations X with rows ldx apart
+// (rows of whole 16-byte units, 16-byte aligned).
 bool float_mma_serves(const DeviceMatrix& W, int64_t n);
+bool float_mma_reads(const float* X, int64_t ldx);
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add = false);
 // Up to kMaxFused BF16 or F16 matrices of one format and row length reading

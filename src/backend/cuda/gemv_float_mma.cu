@@ -209,12 +209,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 void check_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx) {
   if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
     throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
-  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || W.expert_stride % 16 != 0 || ldx % 4 != 0 ||
-      reinterpret_cast<uintptr_t>(X) % 16 != 0)
+  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || W.expert_stride % 16 != 0 || !float_mma_reads(X, ldx))
     throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
 }
 
 }  // namespace
+
+bool float_mma_reads(const float* X, int64_t ldx) { return ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0; }
 
 bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
   return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && W.row_stride % 16 == 0 &&
