@@ -41,6 +41,10 @@
 // drafted tokens per generated token and the share of drafts kept. What it
 // gains depends on what the model writes: an answer that repeats its context.
 // Requests ignore end-of-generation tokens, so every run decodes the same count.
+// 5. The GPU memory this process holds (NVML; CUDA backend only), sampled
+//    after the load and after each section; the KV pool is sized to the
+//    sections' requests, so the largest sample is the preset's footprint at
+//    the largest batch: weights, KV blocks and the backend's scratch.
 // --json writes every figure above, with the roofline and the model's costs.
 #include <algorithm>
 #include <chrono>
@@ -56,8 +60,10 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "backend/backend_factory.h"
+#include "bench/nvml.h"
 #include "bench/roofline.h"
 #include "bench_util.h"
 #include "engine/engine.h"
@@ -216,6 +222,7 @@ struct Run {
   std::optional<double> bf16;
   uint32_t seed = 1;  // distinct prompts throughout: no cache hits
   nlohmann::json out;
+  std::optional<uint64_t> gpu_peak;  // the largest of the GPU memory samples (note_gpu_memory)
 
   // A step's tok/s ceiling: its tokens over the time its bytes take at the measured bandwidth.
   double decode_roofline(int seqs, double context) const {
@@ -280,6 +287,30 @@ void measure_roofline(Run& r) {
                        {"bf16_tflops", r.bf16 ? nlohmann::json(*r.bf16) : nlohmann::json(nullptr)}, {"bf16_note", bf16_note}};
   r.out["weight_bytes_per_token"] = weight_bytes;
   r.out["kv_bytes_per_position"] = r.costs.kv_bytes_per_position;
+}
+
+// Samples the GPU memory this process holds (NVML), keeping the largest.
+// Decode steps allocate nothing, so samples between sections see every
+// allocation that stays; only a buffer freed within a section would escape.
+void note_gpu_memory(Run& r) {
+  if (std::string(r.backend->name()) != "cuda") return;
+  const bench::Nvml& nv = bench::Nvml::get();
+  if (!nv.available()) return;
+  if (const auto m = nv.process_memory(getpid())) r.gpu_peak = std::max(r.gpu_peak.value_or(0), *m);
+}
+
+// Prints and records the largest sample.
+void report_gpu_memory(Run& r) {
+  if (std::string(r.backend->name()) != "cuda") return;
+  if (!r.gpu_peak) {
+    std::printf("GPU memory of this process: n/a (NVML does not list it)\n");
+    r.out["gpu_memory_peak_bytes"] = nullptr;
+    return;
+  }
+  std::printf("GPU memory of this process: %.2f GB at most (sampled after the load and each section; KV pool %.2f GB)\n",
+              double(*r.gpu_peak) / 1e9, double(r.backend->kv_config().n_blocks) *
+                  double(kv_block_bytes(r.model->desc(), r.backend->kv_config().block_size, r.backend->kv_config().type)) / 1e9);
+  r.out["gpu_memory_peak_bytes"] = *r.gpu_peak;
 }
 
 // The backend alone: one decode step of B sequences (one token each, at
@@ -494,14 +525,20 @@ int main(int argc, char** argv) {
       run_all(engine, {w});
     }
     engine.wait_idle();
+    note_gpu_memory(r);
     if (!r.o.host_only) {
       backend_steps(r);
+      note_gpu_memory(r);
       engine_decode(r, engine);
+      note_gpu_memory(r);
     }
     host_steps(r, eo);
     if (!r.o.host_only) {
       prefill(r, engine);
+      note_gpu_memory(r);
       if (r.o.doc > 0) prefix_cache(r, engine);
+      note_gpu_memory(r);
+      report_gpu_memory(r);
     }
     if (!r.o.json_path.empty()) {
       std::ofstream f(r.o.json_path);
