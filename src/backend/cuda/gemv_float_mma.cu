@@ -206,10 +206,17 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
 }
 
+bool is_float16(const DeviceMatrix& W) { return W.type == GgmlType::BF16 || W.type == GgmlType::F16; }
+
+// The weights the kernels read: BF16 or F16 rows of whole 32-element steps,
+// each row (and each expert: 0 for a dense matrix) 16-byte aligned.
+bool float_mma_layout(const DeviceMatrix& W) {
+  return is_float16(W) && W.k % 32 == 0 && W.row_stride % 16 == 0 && W.expert_stride % 16 == 0;
+}
+
 void check_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx) {
-  if (W.type != GgmlType::BF16 && W.type != GgmlType::F16)
-    throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
-  if (W.k % 32 != 0 || W.row_stride % 16 != 0 || W.expert_stride % 16 != 0 || !float_mma_reads(X, ldx))
+  if (!is_float16(W)) throw Error(std::string("CUDA backend: no tensor-core float product for format ") + type_name(W.type));
+  if (!float_mma_layout(W) || !float_mma_reads(X, ldx))
     throw Error("CUDA backend: a tensor-core float product needs rows of whole 32-element steps, 16-byte aligned");
 }
 
@@ -217,10 +224,7 @@ void check_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx) {
 
 bool float_mma_reads(const float* X, int64_t ldx) { return ldx % 4 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0; }
 
-bool float_mma_serves(const DeviceMatrix& W, int64_t n) {
-  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && W.row_stride % 16 == 0 &&
-         tensor_core_products(n);
-}
+bool float_mma_serves(const DeviceMatrix& W, int64_t n) { return float_mma_layout(W) && tensor_core_products(n); }
 
 void gemv_float_mma(const DeviceMatrix& W, const float* X, int64_t ldx, int64_t n, float* Y, int64_t ldy, cudaStream_t s,
                     bool add) {
@@ -254,10 +258,7 @@ void gemv_float_mma_fused(std::span<const MatrixOut> outs, const float* X, int64
   else with_format.template operator()<GgmlType::F16>();
 }
 
-bool float_mma_experts_serve(const DeviceMatrix& W) {
-  return (W.type == GgmlType::BF16 || W.type == GgmlType::F16) && W.k % 32 == 0 && W.row_stride % 16 == 0 &&
-         W.expert_stride % 16 == 0;
-}
+bool float_mma_experts_serve(const DeviceMatrix& W) { return float_mma_layout(W); }
 
 void gemv_float_mma_experts(const DeviceMatrix& W, const int32_t* ids, const int32_t* order, const int32_t* tiles,
                             int64_t n_tiles, const float* X, int64_t ldx, int x_div, float* Y, int64_t ldy,
