@@ -223,6 +223,7 @@ struct Run {
   uint32_t seed = 1;  // distinct prompts throughout: no cache hits
   nlohmann::json out;
   std::optional<uint64_t> gpu_peak;  // the largest of the GPU memory samples (note_gpu_memory)
+  bool gpu_whole_device = false;     // a sample was the device's whole use, not this process's
 
   // A step's tok/s ceiling: its tokens over the time its bytes take at the measured bandwidth.
   double decode_roofline(int seqs, double context) const {
@@ -296,21 +297,27 @@ void note_gpu_memory(Run& r) {
   if (std::string(r.backend->name()) != "cuda") return;
   const bench::Nvml& nv = bench::Nvml::get();
   if (!nv.available()) return;
-  if (const auto m = nv.process_memory(getpid())) r.gpu_peak = std::max(r.gpu_peak.value_or(0), *m);
+  auto m = nv.process_memory(getpid());
+  if (!m) {  // NVML lists no process of this PID namespace: the device's whole use, said so
+    m = nv.device_used();
+    r.gpu_whole_device = r.gpu_whole_device || m.has_value();
+  }
+  if (m) r.gpu_peak = std::max(r.gpu_peak.value_or(0), *m);
 }
 
 // Prints and records the largest sample.
 void report_gpu_memory(Run& r) {
   if (std::string(r.backend->name()) != "cuda") return;
   if (!r.gpu_peak) {
-    std::printf("GPU memory of this process: n/a (NVML does not list it)\n");
+    std::printf("GPU memory of this process: n/a (no NVML)\n");
     r.out["gpu_memory_peak_bytes"] = nullptr;
     return;
   }
-  std::printf("GPU memory of this process: %.2f GB at most (sampled after the load and each section; KV pool %.2f GB)\n",
-              double(*r.gpu_peak) / 1e9, double(r.backend->kv_config().n_blocks) *
+  std::printf("GPU memory of %s: %.2f GB at most (sampled after the load and each section; KV pool %.2f GB)\n",
+              r.gpu_whole_device ? "the device (NVML lists no process here)" : "this process", double(*r.gpu_peak) / 1e9, double(r.backend->kv_config().n_blocks) *
                   double(kv_block_bytes(r.model->desc(), r.backend->kv_config().block_size, r.backend->kv_config().type)) / 1e9);
   r.out["gpu_memory_peak_bytes"] = *r.gpu_peak;
+  r.out["gpu_memory_whole_device"] = r.gpu_whole_device;
 }
 
 // The backend alone: one decode step of B sequences (one token each, at
