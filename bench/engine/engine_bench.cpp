@@ -222,8 +222,9 @@ struct Run {
   std::optional<double> bf16;
   uint32_t seed = 1;  // distinct prompts throughout: no cache hits
   nlohmann::json out;
-  std::optional<uint64_t> gpu_peak;  // the largest of the GPU memory samples (note_gpu_memory)
-  bool gpu_whole_device = false;     // a sample was the device's whole use, not this process's
+  std::optional<bench::Nvml::Use> gpu_peak;  // the largest of the GPU memory samples (note_gpu_memory)
+
+  bool on_cuda() const { return std::string(backend->name()) == "cuda"; }
 
   // A step's tok/s ceiling: its tokens over the time its bytes take at the measured bandwidth.
   double decode_roofline(int seqs, double context) const {
@@ -263,7 +264,7 @@ void open(Run& r) {
 // The roofline of this run: the device's copy bandwidth, and on CUDA the bf16 matrix rate.
 void measure_roofline(Run& r) {
   std::string bf16_note;
-  if (std::string(r.backend->name()) == "cuda") {
+  if (r.on_cuda()) {
     std::string why;
     const auto g = bench::gpu_copy_bandwidth(why);
     if (!g) throw Error("cannot measure the GPU's copy bandwidth: " + why);
@@ -294,30 +295,25 @@ void measure_roofline(Run& r) {
 // Decode steps allocate nothing, so samples between sections see every
 // allocation that stays; only a buffer freed within a section would escape.
 void note_gpu_memory(Run& r) {
-  if (std::string(r.backend->name()) != "cuda") return;
-  const bench::Nvml& nv = bench::Nvml::get();
-  if (!nv.available()) return;
-  auto m = nv.process_memory(getpid());
-  if (!m) {  // NVML lists no process of this PID namespace: the device's whole use, said so
-    m = nv.device_used();
-    r.gpu_whole_device = r.gpu_whole_device || m.has_value();
-  }
-  if (m) r.gpu_peak = std::max(r.gpu_peak.value_or(0), *m);
+  if (!r.on_cuda()) return;
+  const auto use = bench::Nvml::get().memory_of(getpid());
+  if (use && (!r.gpu_peak || use->bytes > r.gpu_peak->bytes)) r.gpu_peak = use;
 }
 
 // Prints and records the largest sample.
 void report_gpu_memory(Run& r) {
-  if (std::string(r.backend->name()) != "cuda") return;
+  if (!r.on_cuda()) return;
   if (!r.gpu_peak) {
-    std::printf("GPU memory of this process: n/a (no NVML)\n");
+    std::printf("GPU memory: n/a (no NVML)\n");
     r.out["gpu_memory_peak_bytes"] = nullptr;
     return;
   }
-  std::printf("GPU memory of %s: %.2f GB at most (sampled after the load and each section; KV pool %.2f GB)\n",
-              r.gpu_whole_device ? "the device (NVML lists no process here)" : "this process", double(*r.gpu_peak) / 1e9, double(r.backend->kv_config().n_blocks) *
-                  double(kv_block_bytes(r.model->desc(), r.backend->kv_config().block_size, r.backend->kv_config().type)) / 1e9);
-  r.out["gpu_memory_peak_bytes"] = *r.gpu_peak;
-  r.out["gpu_memory_whole_device"] = r.gpu_whole_device;
+  const KvConfig& kv = r.backend->kv_config();
+  const double kv_pool = double(kv.n_blocks) * double(kv_block_bytes(r.model->desc(), kv.block_size, kv.type));
+  std::printf("GPU memory (%s): %.2f GB at most (sampled after the load and each section; KV pool %.2f GB)\n",
+              r.gpu_peak->source, double(r.gpu_peak->bytes) / 1e9, kv_pool / 1e9);
+  r.out["gpu_memory_peak_bytes"] = r.gpu_peak->bytes;
+  r.out["gpu_memory_source"] = r.gpu_peak->source;
 }
 
 // The backend alone: one decode step of B sequences (one token each, at
@@ -543,8 +539,10 @@ int main(int argc, char** argv) {
     if (!r.o.host_only) {
       prefill(r, engine);
       note_gpu_memory(r);
-      if (r.o.doc > 0) prefix_cache(r, engine);
-      note_gpu_memory(r);
+      if (r.o.doc > 0) {
+        prefix_cache(r, engine);
+        note_gpu_memory(r);
+      }
       report_gpu_memory(r);
     }
     if (!r.o.json_path.empty()) {

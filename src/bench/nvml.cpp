@@ -80,4 +80,11 @@ std::optional<uint64_t> Nvml::device_used() const {
   return total;
 }
 
+std::optional<Nvml::Use> Nvml::memory_of(pid_t pid) const {
+  if (pid > 0)
+    if (const auto m = process_memory(pid)) return Use{*m, "NVML process"};
+  if (const auto m = device_used()) return Use{*m, "NVML device"};
+  return std::nullopt;
+}
+
 }  // namespace ember::bench

@@ -20,6 +20,14 @@ class Nvml {
   std::optional<uint64_t> process_memory(pid_t pid) const;
   // Bytes used on all devices by every process.
   std::optional<uint64_t> device_used() const;
+  // The process's bytes where NVML lists it (pid > 0), else every process's on
+  // all devices (a process of another PID namespace is not listed); the source
+  // says which: "NVML process" or "NVML device".
+  struct Use {
+    uint64_t bytes = 0;
+    const char* source = "";
+  };
+  std::optional<Use> memory_of(pid_t pid) const;
 
  private:
   Nvml();

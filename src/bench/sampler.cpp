@@ -35,11 +35,9 @@ void ServerProbe::sample() {
   else if (metrics_rss_)
     if (const auto m = http_get(ep_, "/metrics"))
       if (const auto v = prometheus_value(*m, "process_resident_memory_bytes")) rss = uint64_t(*v);
-  Nvml& nv = Nvml::get();
-  if (nv.available()) {
-    if (pid_ > 0) gpu = nv.process_memory(pid_);
-    if (gpu) gpu_source = "NVML process";
-    else if ((gpu = nv.device_used())) gpu_source = "NVML device";
+  if (const auto use = Nvml::get().memory_of(pid_)) {
+    gpu = use->bytes;
+    gpu_source = use->source;
   }
   std::lock_guard lock(mu_);
   if (rss && (!peak_.rss || *rss > *peak_.rss)) peak_.rss = rss;
