@@ -280,8 +280,12 @@ void launch_clusters(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, 
       return (clusters + resident - 1) / resident;
     };
     nb = S;
+    int64_t least = waves(S);
     for (int fewer = S / 2; fewer >= S / kClusterMaxSlicesPerBlock && smem(fewer) <= size_t(max_smem); fewer /= 2)
-      if (waves(fewer) < waves(nb)) nb = fewer;
+      if (const int64_t w = waves(fewer); w < least) {
+        nb = fewer;
+        least = w;
+      }
   }
   if (nb <= 0 || S % nb != 0 || (nb & (nb - 1)) != 0 || S / nb > kClusterMaxSlicesPerBlock || smem(nb) > size_t(max_smem))
     throw Error("CUDA backend: the cluster attention kernel cannot take " + std::to_string(nb) + " blocks a cluster here");
