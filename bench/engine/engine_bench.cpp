@@ -356,13 +356,18 @@ void backend_steps(Run& r) {
 void engine_decode(Run& r, Engine& engine) {
   const Options& o = r.o;
   std::printf("## %s, %s backend, %d threads\n\n", o.path.c_str(), r.backend->name(), o.threads);
-  std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline | process CPU, cores | CPU us per token |\n"
-              "|---|---|---|---|---|---|---|\n", o.rounds);
+  // Two CPU figures: the whole process's (the bench's reader threads, one a
+  // request woken at every token, among them), and the engine's step thread
+  // alone: what serving costs the host apart from its clients (on the CPU
+  // backend, its worker threads are the process's).
+  std::printf("| sequences | aggregate decode tok/s (median of %d) | per sequence | vs 1 sequence | %% of roofline | process CPU, cores | CPU us per token | engine thread CPU, cores |\n"
+              "|---|---|---|---|---|---|---|---|\n", o.rounds);
   // One unmeasured pass per batch size first: the backend meets every step
   // shape the rounds will (on CUDA capturing a graph for each, once per
   // process), so the rounds time steady decoding.
   for (int b : r.bs) run_all(engine, decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling));
-  std::vector<std::vector<double>> rates(r.bs.size()), cores(r.bs.size()), cpu_per_token(r.bs.size());
+  std::vector<std::vector<double>> rates(r.bs.size()), cores(r.bs.size()), cpu_per_token(r.bs.size()),
+      engine_cores(r.bs.size());
   std::vector<int64_t> drafted(r.bs.size()), accepted(r.bs.size());  // speculative decoding, over the rounds
   for (int round = 0; round < o.rounds; ++round) {
     for (size_t bi = 0; bi < r.bs.size(); ++bi) {
@@ -377,7 +382,10 @@ void engine_decode(Run& r, Engine& engine) {
       const double cpu = process_cpu_seconds() - cpu0;
       drafted[bi] += engine.stats().draft_tokens - st0.draft_tokens;
       accepted[bi] += engine.stats().accepted_tokens - st0.accepted_tokens;
-      cores[bi].push_back(cpu / since(wall0, Clock::now()));
+      const double wall = since(wall0, Clock::now());
+      cores[bi].push_back(cpu / wall);
+      const double thread0 = st0.step_thread_cpu_seconds, thread1 = engine.stats().step_thread_cpu_seconds;
+      if (thread0 >= 0 && thread1 >= 0) engine_cores[bi].push_back((thread1 - thread0) / wall);
       cpu_per_token[bi].push_back(1e6 * cpu / (double(b) * o.decode));
       // The window in which every request is decoding: from the last first token to the first last token.
       Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
@@ -411,11 +419,14 @@ void engine_decode(Run& r, Engine& engine) {
   for (size_t bi = 0; bi < r.bs.size(); ++bi) {
     const double rate = median_or_nan(rates[bi]), roof = r.decode_roofline(r.bs[bi], context);
     const double c = median_or_nan(cores[bi]), us = median_or_nan(cpu_per_token[bi]);
-    std::printf("| %d | %.2f | %.2f | %.2fx | %.1f | %.3f | %.1f |\n", r.bs[bi], rate, rate / r.bs[bi], rate / base, 100 * rate / roof,
-                c, us);
+    const double ec = median_or_nan(engine_cores[bi]);
+    std::printf("| %d | %.2f | %.2f | %.2fx | %.1f | %.3f | %.1f | %.3f |\n", r.bs[bi], rate, rate / r.bs[bi], rate / base,
+                100 * rate / roof, c, us, ec);
     r.out["decode"].push_back({{"sequences", r.bs[bi]}, {"prompt", r.prompt_len}, {"new_tokens", o.decode}, {"tok_s", rate},
                                {"roofline_tok_s", roof}, {"pct_roofline", 100 * rate / roof}, {"process_cpu_cores", c},
                                {"cpu_us_per_token", us}, {"drafted", drafted[bi]}, {"accepted", accepted[bi]}});
+    if (std::isfinite(ec)) r.out["decode"].back()["engine_thread_cpu_cores"] = ec;
+    else r.out["decode"].back()["engine_thread_cpu_cores"] = nullptr;
   }
   if (o.draft > 0) {
     std::printf("\n| sequences | drafted tokens per generated token | drafts kept |\n|---|---|---|\n");

@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <string>
 
@@ -12,6 +14,8 @@ Engine::Engine(Backend& backend, const Tokenizer* tok, const EngineOptions& opt)
     : core_(backend, tok, opt), shared_(std::make_shared<Shared>()) {
   stats_ = core_.stats();
   thread_ = std::thread([this] { loop(); });
+  clockid_t c{};
+  if (pthread_getcpuclockid(thread_.native_handle(), &c) == 0) thread_clock_ = c;
 }
 
 Engine::~Engine() {
@@ -98,8 +102,15 @@ void Engine::loop() {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lk(shared_->mu);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard lk(shared_->mu);
+    s = stats_;
+  }
+  timespec ts{};
+  if (thread_clock_ && clock_gettime(*thread_clock_, &ts) == 0)
+    s.step_thread_cpu_seconds = double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  return s;
 }
 
 void Engine::wait_idle() {

@@ -10,9 +10,12 @@
 // One thread runs the steps (engine_core.h). It sleeps on a condition
 // variable whenever no request is live, so an idle engine uses no CPU.
 #pragma once
+#include <time.h>
+
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -33,6 +36,7 @@ class Engine {
   // prompt, ids outside the vocabulary, prompt longer than the context).
   std::shared_ptr<RequestStream> submit(GenerationRequest req);
 
+  // The latest step's figures, and the step thread's CPU time so far.
   EngineStats stats() const;
   // Blocks until no request is live (all finished or cancelled).
   void wait_idle();
@@ -56,6 +60,7 @@ class Engine {
   EngineStats stats_;
   uint64_t next_stream_id_ = 0;
   std::thread thread_;
+  std::optional<clockid_t> thread_clock_;  // the step thread's CPU-time clock
 };
 
 }  // namespace ember

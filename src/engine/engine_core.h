@@ -63,6 +63,11 @@ struct EngineStats {
   int64_t steps = 0, preemptions = 0;
   int64_t steps_ahead = 0;  // steps queued before the host had read the step before them (look_ahead)
   int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding: tokens drafted, and kept
+  // CPU time of the thread that runs the steps (scheduling, the backend's
+  // submissions and waits, delivery into the streams), filled by Engine;
+  // what the engine itself costs the host, apart from the threads reading
+  // its streams. -1 where the system cannot say.
+  double step_thread_cpu_seconds = -1;
 };
 
 class EngineCore {

@@ -92,6 +92,10 @@ std::string Metrics::render(const EngineStats& e) const {
          double(e.draft_tokens));
   metric(out, "ember_draft_tokens_accepted_total", "counter", "Speculative decoding: drafted tokens the model's own picks kept",
          double(e.accepted_tokens));
+  if (e.step_thread_cpu_seconds >= 0)
+    metric(out, "ember_engine_thread_cpu_seconds_total", "counter",
+           "CPU time of the engine's step thread (scheduling, the backend's submissions and waits, delivery)",
+           e.step_thread_cpu_seconds);
   // The process figures Prometheus clients conventionally export, so a remote
   // benchmark can read the server's CPU time and memory.
   rusage ru{};

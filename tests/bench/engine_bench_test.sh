@@ -24,6 +24,12 @@ pos(r.kv_bytes_per_position, 'KV bytes per position');
 const seqs = r.decode.map(d => d.sequences).join();
 if (seqs !== '1,3') fail(`decode rows for ${seqs}`);
 for (const d of r.decode) { pos(d.tok_s, 'decode tok/s'); pos(d.roofline_tok_s, 'decode roofline'); pos(d.pct_roofline, 'decode %'); }
+// The step thread's CPU is part of the process's (both over the same round; a little slack for the two clocks' reads).
+for (const d of r.decode) {
+  pos(d.engine_thread_cpu_cores, 'engine thread CPU'); pos(d.process_cpu_cores, 'process CPU');
+  if (d.engine_thread_cpu_cores > 1.05 * d.process_cpu_cores + 0.01)
+    fail(`engine thread ${d.engine_thread_cpu_cores} cores against the process's ${d.process_cpu_cores}`);
+}
 if (r.decode[1].roofline_tok_s <= r.decode[0].roofline_tok_s) fail('3 sequences share the weights: their ceiling must be higher');
 if (r.backend_step.length !== 2) fail('backend step rows');
 const lens = r.prefill.map(p => p.tokens).join();

@@ -226,6 +226,20 @@ TEST_F(Serving, IdleEngineUsesNoCpu) {
   EXPECT_LT(process_cpu_seconds() - before, 0.05) << "CPU seconds used by an idle engine in one second";
 }
 
+TEST_F(Serving, StepThreadCpuTimeIsCountedAndStillWhileIdle) {
+  auto b = backend(64);
+  Engine e(*b, nullptr, EngineOptions{});
+  const double process0 = process_cpu_seconds();
+  const double start = e.stats().step_thread_cpu_seconds;
+  ASSERT_GE(start, 0.0) << "the step thread's CPU clock is readable on Linux";
+  drain(*e.submit(request(ids(20, 1), 8)), vocab());
+  const double worked = e.stats().step_thread_cpu_seconds;
+  EXPECT_GT(worked, start) << "the thread that ran the steps spent CPU time";
+  EXPECT_LE(worked - start, process_cpu_seconds() - process0 + 1e-3) << "a part of the process's CPU time";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(e.stats().step_thread_cpu_seconds - worked, 0.02) << "the step thread sleeps while no request is live";
+}
+
 // A backend that poisons the logits of every sequence whose prompt starts with
 // a marker id: the engine must end that sequence alone, with an error.
 class PoisoningBackend final : public Backend {

@@ -122,4 +122,8 @@ TEST(MetricsText, HasCountersHistogramsAndEngineGauges) {
   };
   EXPECT_GT(value("process_cpu_seconds_total"), 0.0);
   EXPECT_GT(value("process_resident_memory_bytes"), 1e6);
+  // The engine's step thread: absent where the engine could not say, else its seconds.
+  EXPECT_EQ(text.find("ember_engine_thread_cpu_seconds_total"), std::string::npos);
+  e.step_thread_cpu_seconds = 0.25;
+  EXPECT_NE(m.render(e).find("ember_engine_thread_cpu_seconds_total 0.25"), std::string::npos);
 }
