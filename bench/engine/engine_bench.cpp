@@ -380,12 +380,13 @@ void engine_decode(Run& r, Engine& engine) {
       const auto wall0 = Clock::now();
       const auto t = run_all(engine, reqs);
       const double cpu = process_cpu_seconds() - cpu0;
-      drafted[bi] += engine.stats().draft_tokens - st0.draft_tokens;
-      accepted[bi] += engine.stats().accepted_tokens - st0.accepted_tokens;
+      const EngineStats st1 = engine.stats();
       const double wall = since(wall0, Clock::now());
+      drafted[bi] += st1.draft_tokens - st0.draft_tokens;
+      accepted[bi] += st1.accepted_tokens - st0.accepted_tokens;
       cores[bi].push_back(cpu / wall);
-      const double thread0 = st0.step_thread_cpu_seconds, thread1 = engine.stats().step_thread_cpu_seconds;
-      if (thread0 >= 0 && thread1 >= 0) engine_cores[bi].push_back((thread1 - thread0) / wall);
+      if (st0.step_thread_cpu_seconds >= 0 && st1.step_thread_cpu_seconds >= 0)
+        engine_cores[bi].push_back((st1.step_thread_cpu_seconds - st0.step_thread_cpu_seconds) / wall);
       cpu_per_token[bi].push_back(1e6 * cpu / (double(b) * o.decode));
       // The window in which every request is decoding: from the last first token to the first last token.
       Clock::time_point start = t[0].first, all_end = t[0].last, last_end = t[0].last;
@@ -424,9 +425,8 @@ void engine_decode(Run& r, Engine& engine) {
                 100 * rate / roof, c, us, ec);
     r.out["decode"].push_back({{"sequences", r.bs[bi]}, {"prompt", r.prompt_len}, {"new_tokens", o.decode}, {"tok_s", rate},
                                {"roofline_tok_s", roof}, {"pct_roofline", 100 * rate / roof}, {"process_cpu_cores", c},
-                               {"cpu_us_per_token", us}, {"drafted", drafted[bi]}, {"accepted", accepted[bi]}});
-    if (std::isfinite(ec)) r.out["decode"].back()["engine_thread_cpu_cores"] = ec;
-    else r.out["decode"].back()["engine_thread_cpu_cores"] = nullptr;
+                               {"cpu_us_per_token", us}, {"drafted", drafted[bi]}, {"accepted", accepted[bi]},
+                               {"engine_thread_cpu_cores", std::isfinite(ec) ? nlohmann::json(ec) : nlohmann::json(nullptr)}});
   }
   if (o.draft > 0) {
     std::printf("\n| sequences | drafted tokens per generated token | drafts kept |\n|---|---|---|\n");
