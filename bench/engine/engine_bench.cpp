@@ -59,7 +59,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "backend/backend_factory.h"
@@ -72,6 +71,7 @@
 #include "step_costs.h"
 #include "model/model.h"
 #include "util/error.h"
+#include "util/process_cpu.h"
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;
@@ -79,12 +79,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double since(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-double process_cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
 
 std::vector<int32_t> random_ids(int n, uint32_t seed, int vocab) {
   std::vector<int32_t> v(static_cast<size_t>(n));
@@ -375,11 +369,11 @@ void engine_decode(Run& r, Engine& engine) {
       const auto reqs = decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling);
       // The process's CPU time over the whole round (prefill included, and the
       // bench's own reader threads: an upper bound on the engine's).
-      const double cpu0 = process_cpu_seconds();
+      const double cpu0 = own_process_cpu_seconds();
       const EngineStats st0 = engine.stats();
       const auto wall0 = Clock::now();
       const auto t = run_all(engine, reqs);
-      const double cpu = process_cpu_seconds() - cpu0;
+      const double cpu = own_process_cpu_seconds() - cpu0;
       const EngineStats st1 = engine.stats();
       const double wall = since(wall0, Clock::now());
       drafted[bi] += st1.draft_tokens - st0.draft_tokens;

@@ -1,9 +1,10 @@
 #include "server/metrics.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+
+#include "util/process_cpu.h"
 
 namespace ember::server {
 
@@ -98,10 +99,8 @@ std::string Metrics::render(const EngineStats& e) const {
            e.step_thread_cpu_seconds);
   // The process figures Prometheus clients conventionally export, so a remote
   // benchmark can read the server's CPU time and memory.
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-  metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the server process", cpu);
+  metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the server process",
+         own_process_cpu_seconds());
   long pages = 0, resident = 0;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;

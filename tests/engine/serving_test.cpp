@@ -9,8 +9,6 @@
 #include <memory>
 #include <thread>
 
-#include <sys/resource.h>
-
 #include <chrono>
 
 #include <cstdlib>
@@ -24,6 +22,7 @@
 #include "stream_result.h"
 #include "tiny_model.h"
 #include "util/error.h"
+#include "util/process_cpu.h"
 
 using namespace ember;
 
@@ -209,33 +208,27 @@ TEST_F(Serving, SmallPoolCompletesEverythingThroughPreemption) {
   e.check_accounting();
 }
 
-double process_cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
 TEST_F(Serving, IdleEngineUsesNoCpu) {
   auto b = backend(64);
   Engine e(*b, nullptr, EngineOptions{});
   drain(*e.submit(request(ids(20, 1), 8)), vocab());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the workers' short spin
-  const double before = process_cpu_seconds();
+  const double before = own_process_cpu_seconds();
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   // Nobody spins: the engine thread and the pool's workers sleep on condition variables.
-  EXPECT_LT(process_cpu_seconds() - before, 0.05) << "CPU seconds used by an idle engine in one second";
+  EXPECT_LT(own_process_cpu_seconds() - before, 0.05) << "CPU seconds used by an idle engine in one second";
 }
 
 TEST_F(Serving, StepThreadCpuTimeIsCountedAndStillWhileIdle) {
   auto b = backend(64);
   Engine e(*b, nullptr, EngineOptions{});
-  const double process0 = process_cpu_seconds();
+  const double process0 = own_process_cpu_seconds();
   const double start = e.stats().step_thread_cpu_seconds;
   ASSERT_GE(start, 0.0) << "the step thread's CPU clock is readable on Linux";
   drain(*e.submit(request(ids(20, 1), 8)), vocab());
   const double worked = e.stats().step_thread_cpu_seconds;
   EXPECT_GT(worked, start) << "the thread that ran the steps spent CPU time";
-  EXPECT_LE(worked - start, process_cpu_seconds() - process0 + 1e-3) << "a part of the process's CPU time";
+  EXPECT_LE(worked - start, own_process_cpu_seconds() - process0 + 1e-3) << "a part of the process's CPU time";
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_LT(e.stats().step_thread_cpu_seconds - worked, 0.02) << "the step thread sleeps while no request is live";
 }
