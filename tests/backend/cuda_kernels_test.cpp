@@ -129,6 +129,11 @@ ModelDesc routing_desc(int n_experts, int k, Routing routing, bool norm_topk) {
   return d;
 }
 
+// The formats with an integer product (gemv_int8.cu, gemv_int8_mma.cu).
+constexpr GgmlType kIntegerProductFormats[] = {GgmlType::Q4_K,   GgmlType::Q5_K,  GgmlType::Q6_K,   GgmlType::Q8_0,
+                                               GgmlType::Q4_0,   GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::IQ3_XXS,
+                                               GgmlType::IQ3_S,  GgmlType::IQ2_S,  GgmlType::Q3_K};
+
 class CudaKernels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -937,8 +942,7 @@ TEST(Int8Styles, EachFormatReadsItsOwnRounding) {
 TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   std::mt19937 rng(31);
   const int64_t k = 768;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
-                        GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) {
+  for (GgmlType type : kIntegerProductFormats) {
     const std::vector<int64_t> rows = {301, 64, 1001};
     std::vector<HostMatrix> hm;
     std::vector<DeviceBuffer> w;
@@ -976,6 +980,76 @@ TEST_F(CudaKernels, FusedInt8ProductsGiveEachProductsBits) {
   }
 }
 
+// n rows of k random activations rounded to int8 in the style of `type`.
+struct RandomInt8Acts {
+  DeviceBuffer x, q;
+  Int8Acts a;
+  RandomInt8Acts(int64_t n, int64_t k, GgmlType type, std::mt19937& rng)
+      : x(upload(random_floats(n * k, rng))), q(int8_acts_bytes(n, k)),
+        a(quantize_int8_acts(x.get<float>(), k, n, k, q.get(), nullptr, int8_style_of(type))) {}
+};
+
+// Two tensors of E random experts of one format (as gate and up), in the device layout.
+struct ExpertTensors {
+  DeviceBuffer w_gate, w_up;
+  DeviceMatrix gate, up;
+  ExpertTensors(GgmlType type, int E, int64_t rows, int64_t k, std::mt19937& rng) {
+    std::vector<uint8_t> packed[2];
+    size_t stride = 0, per_expert = 0;
+    for (int e = 0; e < 2 * E; ++e) {
+      const HostMatrix m = random_matrix(type, rows, k, rng);
+      stride = m.stride;
+      per_expert = m.bytes.size();
+      packed[e / E].insert(packed[e / E].end(), m.bytes.begin(), m.bytes.end());
+    }
+    w_gate = upload_in_device_layout(type, packed[0], k);
+    w_up = upload_in_device_layout(type, packed[1], k);
+    gate = {type, w_gate.get<uint8_t>(), k, rows, stride, per_expert};
+    up = {type, w_up.get<uint8_t>(), k, rows, stride, per_expert};
+  }
+};
+
+// For every format with an integer product: E random experts in two tensors
+// (as gate and up), then for activations of token rows (x_div = K) and of item
+// rows (x_div = 1), n_items / x_div random rows rounded in the format's style:
+// f(type, gate, up, x_div, activations).
+template <class F>
+void for_each_expert_case(int E, int K, int64_t rows, int64_t k, int64_t n_items, std::mt19937& rng, F&& f) {
+  for (GgmlType type : kIntegerProductFormats) {
+    const ExpertTensors ex(type, E, rows, k, rng);
+    for (const int x_div : {K, 1}) {
+      const RandomInt8Acts acts(n_items / x_div, k, type, rng);
+      f(type, ex.gate, ex.up, x_div, acts.a);
+    }
+  }
+}
+
+// group_by_expert's tiles (downloaded) against the items' ids: each used tile
+// holds 1..tile_items items of its own expert, every item is in exactly one.
+// Returns how many tiles are full.
+int expect_expert_tiles(const std::vector<int32_t>& ids, const std::vector<int32_t>& order,
+                        const std::vector<int32_t>& tiles, int tile_items) {
+  const int64_t n_items = int64_t(ids.size());
+  std::vector<int> seen(ids.size(), 0);
+  int full = 0;
+  for (size_t t = 0; t + 2 < tiles.size(); t += 3) {
+    const int32_t first = tiles[t], count = tiles[t + 1], e = tiles[t + 2];
+    if (count == 0) continue;
+    EXPECT_TRUE(count > 0 && count <= tile_items && first >= 0 && first + count <= n_items) << "tile " << t / 3;
+    if (!(count > 0 && count <= tile_items && first >= 0 && first + count <= n_items)) return full;
+    full += count == tile_items;
+    for (int j = 0; j < count; ++j) {
+      const int32_t item = order[size_t(first + j)];
+      EXPECT_TRUE(item >= 0 && item < n_items) << "tile " << t / 3;
+      if (item < 0 || item >= n_items) return full;
+      EXPECT_EQ(ids[size_t(item)], e) << "item " << item << " in a tile of expert " << e;
+      ++seen[size_t(item)];
+    }
+  }
+  for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
+  return full;
+}
+
 // Items grouped by expert: every item once, in its expert's range, tiles of at
 // most kExpertTile that cover each expert's items; then the grouped products
 // give every item the bits of the per-item products (gate/up reading token
@@ -999,88 +1073,111 @@ TEST_F(CudaKernels, GroupedExpertProductsGiveEachItemsBits) {
     EMBER_CUDA_CHECK(cudaDeviceSynchronize());
     const auto order = download<int32_t>(dorder, size_t(n_items));
     const auto tiles = download<int32_t>(dtiles, size_t(3 * max_tiles));
-    std::vector<int> seen(size_t(n_items), 0);
-    for (int64_t t = 0; t < max_tiles; ++t) {
-      const int32_t first = tiles[size_t(3 * t)], count = tiles[size_t(3 * t + 1)], e = tiles[size_t(3 * t + 2)];
-      if (count == 0) continue;
-      ASSERT_TRUE(count > 0 && count <= kExpertTile && first >= 0 && first + count <= n_items) << "tile " << t;
-      for (int j = 0; j < count; ++j) {
-        const int32_t item = order[size_t(first + j)];
-        ASSERT_TRUE(item >= 0 && item < n_items);
-        EXPECT_EQ(ids[size_t(item)], e) << "item " << item << " in a tile of expert " << e;
-        ++seen[size_t(item)];
-      }
-    }
-    for (int64_t i = 0; i < n_items; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "item " << i;
+    expect_expert_tiles(ids, order, tiles, kExpertTile);
 
-    for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::IQ4_NL,
-                          GgmlType::IQ4_XS, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::Q3_K}) {
-      std::vector<uint8_t> packed, packed2;  // two tensors of experts, as gate and up
-      size_t stride = 0, per_expert = 0;
-      for (int e = 0; e < 2 * E; ++e) {
-        const HostMatrix m = random_matrix(type, rows, k, rng);
-        stride = m.stride;
-        per_expert = m.bytes.size();
-        (e < E ? packed : packed2).insert((e < E ? packed : packed2).end(), m.bytes.begin(), m.bytes.end());
-      }
-      DeviceBuffer w = upload_in_device_layout(type, packed, k), w2 = upload_in_device_layout(type, packed2, k);
-      const DeviceMatrix dm{type, w.get<uint8_t>(), k, rows, stride, per_expert};
-      const DeviceMatrix dm2{type, w2.get<uint8_t>(), k, rows, stride, per_expert};
-      for (const int x_div : {K, 1}) {
-        const int64_t n_x = n_items / x_div;
-        const std::vector<float> x = random_floats(n_x * k, rng);
-        DeviceBuffer dx = upload(x), dq(int8_acts_bytes(n_x, k));
-        const Int8Acts a = quantize_int8_acts(dx.get<float>(), k, n_x, k, dq.get(), nullptr, int8_style_of(type));
-        DeviceBuffer y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
-        EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
-        EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
-        // Per item on the tensor cores (as EMBER_CUDA_BATCH_INVARIANT=1 runs them) against the grouped products.
-        auto per_item = [&](std::span<const MatrixOut> outs) {
-          gemv_int8_mma_experts(outs, dids.get<int32_t>(), nullptr, nullptr, n_items, a, x_div, nullptr);
-        };
-        const MatrixOut one[1] = {{&dm, y1.get<float>(), rows}};
-        per_item(one);
-        gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, y2.get<float>(), rows,
-                                  nullptr);
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        const auto a1 = download<float>(y1, size_t(n_items * rows)), a2 = download<float>(y2, size_t(n_items * rows));
-        for (float v : a2) ASSERT_TRUE(std::isfinite(v)) << "an item's output was never written";
-        EXPECT_EQ(0, std::memcmp(a1.data(), a2.data(), a1.size() * 4))
-            << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
+    for_each_expert_case(E, K, rows, k, n_items, rng, [&](GgmlType type, const DeviceMatrix& dm, const DeviceMatrix& dm2,
+                                                         int x_div, const Int8Acts& a) {
+      DeviceBuffer y1(size_t(n_items * rows) * 4), y2(size_t(n_items * rows) * 4);
+      EMBER_CUDA_CHECK(cudaMemset(y1.get(), 0xFF, y1.bytes()));
+      EMBER_CUDA_CHECK(cudaMemset(y2.get(), 0xFF, y2.bytes()));
+      // Per item on the tensor cores (as EMBER_CUDA_BATCH_INVARIANT=1 runs them) against the grouped products.
+      auto per_item = [&](std::span<const MatrixOut> outs) {
+        gemv_int8_mma_experts(outs, dids.get<int32_t>(), nullptr, nullptr, n_items, a, x_div, nullptr);
+      };
+      const MatrixOut one[1] = {{&dm, y1.get<float>(), rows}};
+      per_item(one);
+      gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, y2.get<float>(), rows,
+                                nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto a1 = download<float>(y1, size_t(n_items * rows)), a2 = download<float>(y2, size_t(n_items * rows));
+      for (float v : a2) ASSERT_TRUE(std::isfinite(v)) << "an item's output was never written";
+      EXPECT_EQ(0, std::memcmp(a1.data(), a2.data(), a1.size() * 4))
+          << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
 
-        // Paired with the second tensor in one launch, grouped or not: each output is the bits of its own launch.
-        const size_t n_out = size_t(n_items * rows);
-        DeviceBuffer solo2(n_out * 4), p1(n_out * 4), p2(n_out * 4), g1(n_out * 4), g2(n_out * 4);
-        for (DeviceBuffer* b : {&solo2, &p1, &p2, &g1, &g2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
-        const MatrixOut solo[1] = {{&dm2, solo2.get<float>(), rows}};
-        per_item(solo);
-        const MatrixOut pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
-        per_item(pair);
-        const MatrixOut gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
-        gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr);
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        const auto s2 = download<float>(solo2, n_out);
-        EXPECT_NE(0, std::memcmp(a1.data(), s2.data(), n_out * 4)) << "the two tensors must differ";
-        for (const auto& [got, want, what] : {std::tuple{&p1, &a1, "paired first"}, std::tuple{&p2, &s2, "paired second"},
-                                              std::tuple{&g1, &a1, "grouped pair first"},
-                                              std::tuple{&g2, &s2, "grouped pair second"}})
-          EXPECT_EQ(0, std::memcmp(download<float>(*got, n_out).data(), want->data(), n_out * 4))
-              << what << " " << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
+      // Paired with the second tensor in one launch, grouped or not: each output is the bits of its own launch.
+      const size_t n_out = size_t(n_items * rows);
+      DeviceBuffer solo2(n_out * 4), p1(n_out * 4), p2(n_out * 4), g1(n_out * 4), g2(n_out * 4);
+      for (DeviceBuffer* b : {&solo2, &p1, &p2, &g1, &g2}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+      const MatrixOut solo[1] = {{&dm2, solo2.get<float>(), rows}};
+      per_item(solo);
+      const MatrixOut pair[2] = {{&dm, p1.get<float>(), rows}, {&dm2, p2.get<float>(), rows}};
+      per_item(pair);
+      const MatrixOut gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
+      gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto s2 = download<float>(solo2, n_out);
+      EXPECT_NE(0, std::memcmp(a1.data(), s2.data(), n_out * 4)) << "the two tensors must differ";
+      for (const auto& [got, want, what] : {std::tuple{&p1, &a1, "paired first"}, std::tuple{&p2, &s2, "paired second"},
+                                            std::tuple{&g1, &a1, "grouped pair first"},
+                                            std::tuple{&g2, &s2, "grouped pair second"}})
+        EXPECT_EQ(0, std::memcmp(download<float>(*got, n_out).data(), want->data(), n_out * 4))
+            << what << " " << type_name(type) << " n_tok=" << n_tok << " x_div=" << x_div;
 
-        // The per-item products the engine takes by default (gemv_int8_experts), alone and paired.
-        DeviceBuffer d1(n_out * 4), d2(n_out * 4), dp1(n_out * 4), dp2(n_out * 4);
-        gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, d1.get<float>(), rows, nullptr);
-        gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, d2.get<float>(), rows, nullptr);
-        const MatrixOut dpair[2] = {{&dm, dp1.get<float>(), rows}, {&dm2, dp2.get<float>(), rows}};
-        gemv_int8_experts(dpair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
-        EMBER_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_EQ(0, std::memcmp(download<float>(dp1, n_out).data(), download<float>(d1, n_out).data(), n_out * 4))
-            << "default paired first " << type_name(type);
-        EXPECT_EQ(0, std::memcmp(download<float>(dp2, n_out).data(), download<float>(d2, n_out).data(), n_out * 4))
-            << "default paired second " << type_name(type);
-      }
-    }
+      // The per-item products the engine takes by default (gemv_int8_experts), alone and paired.
+      DeviceBuffer d1(n_out * 4), d2(n_out * 4), dp1(n_out * 4), dp2(n_out * 4);
+      gemv_int8_experts(dm, dids.get<int32_t>(), a, x_div, n_items, d1.get<float>(), rows, nullptr);
+      gemv_int8_experts(dm2, dids.get<int32_t>(), a, x_div, n_items, d2.get<float>(), rows, nullptr);
+      const MatrixOut dpair[2] = {{&dm, dp1.get<float>(), rows}, {&dm2, dp2.get<float>(), rows}};
+      gemv_int8_experts(dpair, dids.get<int32_t>(), a, x_div, n_items, nullptr);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(0, std::memcmp(download<float>(dp1, n_out).data(), download<float>(d1, n_out).data(), n_out * 4))
+          << "default paired first " << type_name(type);
+      EXPECT_EQ(0, std::memcmp(download<float>(dp2, n_out).data(), download<float>(d2, n_out).data(), n_out * 4))
+          << "default paired second " << type_name(type);
+    });
   }
+}
+
+// Prefill's tiles of up to 32 and 64 items (several tiles of 8 tokens a block,
+// as the dense products take them): every item once, in its expert's range,
+// and every item the bits of the per-item products, for every format, gate and
+// up paired or alone, reading token rows (x_div = K) or item rows (1). Experts
+// of many items (several tiles, the last one partial), of few, and of none.
+TEST_F(CudaKernels, LargeExpertTilesGiveEachItemsBits) {
+  std::mt19937 rng(23);
+  const int E = 6, K = 2;
+  const int64_t rows = 40, k = 768, n_tok = 150, n_items = n_tok * K;
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n_items; ++i) {
+    const uint32_t r = rng() % 16;  // expert 0 takes about half the items, 5 none
+    ids.push_back(int32_t(r < 8 ? 0 : r < 12 ? 1 : r < 14 ? 2 : r < 15 ? 3 : 4));
+  }
+  DeviceBuffer dids = upload(ids), dorder(size_t(n_items) * 4);
+  for_each_expert_case(E, K, rows, k, n_items, rng, [&](GgmlType type, const DeviceMatrix& dm, const DeviceMatrix& dm2,
+                                                       int x_div, const Int8Acts& a) {
+    const size_t n_out = size_t(n_items * rows);
+    DeviceBuffer ref1(n_out * 4), ref2(n_out * 4);
+    const MatrixOut per_item[2] = {{&dm, ref1.get<float>(), rows}, {&dm2, ref2.get<float>(), rows}};
+    gemv_int8_mma_experts(per_item, dids.get<int32_t>(), nullptr, nullptr, n_items, a, x_div, nullptr);
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto want1 = download<float>(ref1, n_out), want2 = download<float>(ref2, n_out);
+    for (const int tile_items : {32, kLargeExpertTile}) {
+      const int64_t max_tiles = max_expert_tiles(n_items, E, tile_items);
+      DeviceBuffer dtiles(size_t(3 * max_tiles) * 4);
+      EMBER_CUDA_CHECK(cudaMemset(dorder.get(), 0xFF, dorder.bytes()));
+      EMBER_CUDA_CHECK(cudaMemset(dtiles.get(), 0x7F, dtiles.bytes()));
+      group_by_expert(dids.get<int32_t>(), n_items, E, dorder.get<int32_t>(), dtiles.get<int32_t>(), nullptr, tile_items);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto order = download<int32_t>(dorder, size_t(n_items));
+      const auto tiles = download<int32_t>(dtiles, size_t(3 * max_tiles));
+      ASSERT_GE(expect_expert_tiles(ids, order, tiles, tile_items), 2) << "the test wants experts of several full tiles";
+
+      DeviceBuffer g1(n_out * 4), g2(n_out * 4), s1(n_out * 4);
+      for (DeviceBuffer* b : {&g1, &g2, &s1}) EMBER_CUDA_CHECK(cudaMemset(b->get(), 0xFF, b->bytes()));
+      const MatrixOut gpair[2] = {{&dm, g1.get<float>(), rows}, {&dm2, g2.get<float>(), rows}};
+      gemv_int8_experts_grouped(gpair, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, nullptr, tile_items);
+      gemv_int8_experts_grouped(dm, dorder.get<int32_t>(), dtiles.get<int32_t>(), max_tiles, a, x_div, s1.get<float>(), rows,
+                                nullptr, tile_items);
+      EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::string what = std::string(type_name(type)) + " tiles of " + std::to_string(tile_items) +
+                               " x_div=" + std::to_string(x_div);
+      const auto got1 = download<float>(g1, n_out), got2 = download<float>(g2, n_out), alone = download<float>(s1, n_out);
+      for (float v : got1) ASSERT_TRUE(std::isfinite(v)) << what << ": an item's output was never written";
+      EXPECT_EQ(0, std::memcmp(got1.data(), want1.data(), n_out * 4)) << what << ", paired first";
+      EXPECT_EQ(0, std::memcmp(got2.data(), want2.data(), n_out * 4)) << what << ", paired second";
+      EXPECT_EQ(0, std::memcmp(alone.data(), want1.data(), n_out * 4)) << what << ", alone";
+    }
+  });
 }
 
 // More items than a grid has rows (65,535): a step of 33,000 tokens of two

@@ -178,6 +178,11 @@ class CudaBackend final : public Backend {
   bool grouped_experts(const DeviceLayer& L, int64_t n_items, const Int8Acts* xq) const;
   // The same for BF16 and F16 experts, on the tensor-core float products.
   bool float_grouped_experts(const DeviceLayer& L, int64_t n_items) const;
+  // Items a tile of the grouped integer products takes (gemv.h): 8, or 32 and 64
+  // where the experts have many items (prefill).
+  // EMBER_CUDA_EXPERT_TILE=8|32|64 fixes it (A/B runs).
+  int expert_tile_items(int64_t n_items) const;
+  int expert_tile_ = 0;
   // Int8 activations (gemv_int8.cu) are made where one of the matrices about to
   // read an input has an integer product for the step, once per input, fused
   // with the kernel that makes the input where there is one, in the K style
@@ -304,6 +309,10 @@ CudaBackend::CudaBackend(const Model& model, const StepLimits& limits, const KvC
   // Int8 activations: the widest input of a dense product, or the chosen experts' rows.
   const char* fp = std::getenv("EMBER_CUDA_FLOAT_PRODUCTS");
   int8_products_ = !(fp && std::strcmp(fp, "1") == 0);
+  if (const char* et = std::getenv("EMBER_CUDA_EXPERT_TILE")) {
+    expert_tile_ = std::strcmp(et, "8") == 0 ? 8 : std::strcmp(et, "32") == 0 ? 32 : std::strcmp(et, "64") == 0 ? 64 : -1;
+    if (expert_tile_ < 0) throw Error(std::string("EMBER_CUDA_EXPERT_TILE: 8, 32 or 64, not '") + et + "'");
+  }
   const ProductRoom room = product_room(model, lim_, sz_);
   int8_scratch_ = DeviceBuffer(room.int8_bytes);
   if (room.gemm_weights > 0) gemm_ = std::make_unique<TensorCoreGemm>(room.gemm_weights, room.gemm_rows, room.widest, stream_);
@@ -616,6 +625,17 @@ bool CudaBackend::grouped_experts(const DeviceLayer& L, int64_t n_items, const I
          n_items >= kGroupedItemsPerExpert * model_.desc().n_experts && int8_style({&L.down_exps}, n_items) == xq->style;
 }
 
+int CudaBackend::expert_tile_items(int64_t n_items) const {
+  if (expert_tile_ > 0) return expert_tile_;
+  // A tile's weights are decoded once for all its items, and larger tiles
+  // multiply them more items at a time, so they pay even half empty. Measured
+  // on moe-30b-a3b prefill (bench/RESULTS.md, session 27): 8 items an expert on
+  // average, tiles of 32 +23% and of 64 +19% over 8; 16 items, 32 and 64 both
+  // +30%; 32 items, 64 +1% over 32.
+  const int64_t per_expert = n_items / std::max(1, model_.desc().n_experts);
+  return per_expert >= 32 ? kLargeExpertTile : per_expert >= 8 ? 32 : kExpertTile;
+}
+
 bool CudaBackend::float_grouped_experts(const DeviceLayer& L, int64_t n_items) const {
   return float_mma_experts_serve(L.gate_exps) && float_mma_experts_serve(L.up_exps) &&
          float_mma_experts_serve(L.down_exps) && n_items >= kGroupedItemsPerExpert * model_.desc().n_experts;
@@ -660,14 +680,15 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
   const bool grouped = grouped_experts(L, n_items, xq);
   // BF16 and F16 experts likewise, on the tensor-core float products.
   const bool float_grouped = !grouped && float_grouped_experts(L, n_items);
-  const int64_t tiles = grouped || float_grouped ? max_expert_tiles(n_items, int(E)) : 0;
+  const int tile_items = grouped ? expert_tile_items(n_items) : kExpertTile;
+  const int64_t tiles = grouped || float_grouped ? max_expert_tiles(n_items, int(E), tile_items) : 0;
   // Gate and up read the same items: one launch for both where the int8 product serves them.
   const MatrixOut gate_up[2] = {{&L.gate_exps, moe_gate_, EF}, {&L.up_exps, moe_up_, EF}};
   const bool paired = xq && int8_product_serves(L.gate_exps) && xq->style == int8_style_of(L.gate_exps.type) &&
                       L.up_exps.type == L.gate_exps.type;
   if (grouped) {
-    group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
-    gemv_int8_experts_grouped(gate_up, moe_order_, moe_tiles_, tiles, *xq, int(K), stream_);
+    group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_, tile_items);
+    gemv_int8_experts_grouped(gate_up, moe_order_, moe_tiles_, tiles, *xq, int(K), stream_, tile_items);
   } else if (float_grouped) {
     group_by_expert(moe_ids_, n_items, int(E), moe_order_, moe_tiles_, stream_);
     gemv_float_mma_experts(L.gate_exps, nullptr, moe_order_, moe_tiles_, tiles, xn_, H, int(K), moe_gate_, EF, stream_);
@@ -689,7 +710,8 @@ void CudaBackend::moe_ffn(int l, int64_t n_tok) {
     const Int8Acts* hq = gate(moe_gate_, moe_up_, n_items, EF, L.down_exps);
     // The ids were written before gate/up, which ran before the gated activation: down's blocks may
     // load their experts' first weights before that activation is ready.
-    if (grouped) gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_);
+    if (grouped)
+      gemv_int8_experts_grouped(L.down_exps, moe_order_, moe_tiles_, tiles, *hq, 1, moe_out_, H, stream_, tile_items);
     else if (float_grouped)
       gemv_float_mma_experts(L.down_exps, nullptr, moe_order_, moe_tiles_, tiles, moe_gate_, EF, 1, moe_out_, H, stream_);
     else gemv_experts(L.down_exps, w_.iq, moe_ids_, moe_gate_, EF, 1, n_items, moe_out_, H, stream_, hq, /*ids_early=*/true);

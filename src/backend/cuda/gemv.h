@@ -67,16 +67,19 @@ void gemv_int8_experts(std::span<const MatrixOut> outs, const int32_t* ids, cons
                        cudaStream_t s, bool ids_early = false);
 
 // The same products with the items grouped by expert (moe.h group_by_expert):
-// each block multiplies one tile of up to kExpertTile items of one expert, so
+// each block multiplies one tile of up to tile_items items of one expert
+// (kExpertTile, or kLargeExpertTile where experts have many items: prefill), so
 // the expert's weights are read once per tile instead of once per item, on the
 // tensor cores (below); with EMBER_CUDA_BATCH_INVARIANT=1 every item gets the
-// bits gemv_int8_experts gives it. `tiles` holds max_tiles
+// bits gemv_int8_experts gives it, whatever the tiles. `tiles` holds max_tiles
 // (first, count, expert) triples into `order` (item ids); tiles of count 0 are skipped.
 constexpr int kExpertTile = 8;
+constexpr int kLargeExpertTile = 64;
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
-                               const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s);
+                               const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s,
+                               int tile_items = kExpertTile);
 void gemv_int8_experts_grouped(std::span<const MatrixOut> outs, const int32_t* order, const int32_t* tiles,
-                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
+                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items = kExpertTile);
 
 // The same integer products with their integer sums made on the tensor cores
 // (gemv_int8_mma.cu), for every format with one: every output is summed in one order
@@ -91,10 +94,10 @@ void gemv_int8_experts_grouped(std::span<const MatrixOut> outs, const int32_t* o
 bool tensor_core_products(int64_t n);
 void gemv_int8_mma_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cudaStream_t s, bool add = false);
 // Expert products: per item (ids, as gemv_int8_experts) or grouped (order,
-// tiles and max_tiles, as gemv_int8_experts_grouped); n_tiles is the number
-// of items or of tiles.
+// tiles and max_tiles, as gemv_int8_experts_grouped, tiles of up to
+// tile_items items); n_tiles is the number of items or of tiles.
 void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
-                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s);
+                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items = 8);
 
 // Products of BF16 and F16 weights on the tensor cores (gemv_float_mma.cu),
 // with the CPU's arithmetic (BF16: activations rounded to bfloat16; F16: float

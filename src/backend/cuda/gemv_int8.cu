@@ -169,14 +169,14 @@ void gemv_int8_experts(const DeviceMatrix& W, const int32_t* ids, const Int8Acts
 }
 
 void gemv_int8_experts_grouped(std::span<const MatrixOut> outs, const int32_t* order, const int32_t* tiles,
-                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
-  gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s);
+                               int64_t max_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items) {
+  gemv_int8_mma_experts(outs, nullptr, order, tiles, max_tiles, a, x_div, s, tile_items);
 }
 
 void gemv_int8_experts_grouped(const DeviceMatrix& W, const int32_t* order, const int32_t* tiles, int64_t max_tiles,
-                               const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s) {
+                               const Int8Acts& a, int x_div, float* Y, int64_t ldy, cudaStream_t s, int tile_items) {
   const MatrixOut out{&W, Y, ldy};
-  gemv_int8_experts_grouped({&out, 1}, order, tiles, max_tiles, a, x_div, s);
+  gemv_int8_experts_grouped({&out, 1}, order, tiles, max_tiles, a, x_div, s, tile_items);
 }
 
 }  // namespace ember::cuda

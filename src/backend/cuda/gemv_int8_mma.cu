@@ -825,8 +825,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, 
 // expert ids[y]. Grouped: tiles holds (first, count, expert) triples into
 // order (item ids), up to 8 items each. Item i reads activation row i / x_div
 // and writes row i of Y. Blocks [0, blocks0) of x serve W[0], the rest W[1]
-// (gate and up in one launch). An item's sums are the same whichever way.
-template <GgmlType T>
+// (gate and up in one launch). Grouped tiles hold up to 8J items (J tiles of
+// 8 tokens, as the dense products). An item's sums are the same whichever way.
+template <GgmlType T, int J, int TW>
 __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(ExpertPair m, size_t stride,
                                                                                size_t expert_stride, int64_t rows,
                                                                                const int32_t* ids, const int32_t* order,
@@ -841,12 +842,12 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(E
   auto act_row = [&](int i) -> int64_t { return i < it.count ? it.item(i) / x_div : -1; };
   int tile;
   float out[4];
-  if (!block_product<T, 1, 1, false>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
+  if (!block_product<T, J, TW, false>(W, stride, rows, r0, a, act_row, false, tile, out)) return;
   float* Y = second ? m.Y[1] : m.Y[0];
 #pragma unroll
   for (int e = 0; e < 4; ++e) {
     const int64_t r = out_row(r0, e);
-    const int i = out_token(0, e);
+    const int i = out_token(tile, e);
     if (r < rows && i < it.count) Y[it.item(i) * ldy + r] = out[e];
   }
 }
@@ -901,16 +902,23 @@ void gemv_int8_mma_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cud
 }
 
 void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
-                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s) {
+                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items) {
   if (n_tiles <= 0) return;
   check_offsets(a);
   const ExpertPair m = expert_pair(outs, a, kTileRows);
   const DeviceMatrix& W = *outs[0].W;
-  auto with_format = [&]<GgmlType T>() {
+  auto go = [&]<GgmlType T, int J, int TW>() {
     by_grid_rows(n_tiles, [&](int64_t first, unsigned count) {
-      launch(gemv_int8_mma_experts_kernel<T>, dim3(m.blocks0 * unsigned(outs.size()), count), kWarps * 32, 0, s, m,
+      launch(gemv_int8_mma_experts_kernel<T, J, TW>, dim3(m.blocks0 * unsigned(outs.size()), count), kWarps * 32, 0, s, m,
              W.row_stride, W.expert_stride, W.rows, ids, order, tiles, a, x_div, outs[0].ldy, first);
     });
+  };
+  auto with_format = [&]<GgmlType T>() {
+    constexpr int tw = MmaFormat<T>::kTilesPerWarp;
+    if (tiles == nullptr || tile_items <= 8) go.template operator()<T, 1, 1>();  // per item: one item a block
+    else if (tile_items <= 32) go.template operator()<T, 4, std::min(4, tw)>();
+    else if (tile_items <= 64) go.template operator()<T, 8, std::min(8, tw)>();
+    else throw Error("CUDA backend: grouped expert tiles hold at most 64 items");
   };
   dispatch(W.type, with_format);
 }

@@ -323,16 +323,18 @@ void with_experts_per_thread(int E, F&& f) {
 
 }  // namespace
 
-int64_t max_expert_tiles(int64_t n_items, int n_experts) {
+int64_t max_expert_tiles(int64_t n_items, int n_experts, int tile_items) {
+  if (tile_items < 1) throw Error("CUDA backend: expert tiles of at least one item");
   // Each expert's last tile may be partial: at most one more tile per expert than the items fill.
-  return (n_items + kExpertTile - 1) / kExpertTile + std::min<int64_t>(n_items, n_experts);
+  return (n_items + tile_items - 1) / tile_items + std::min<int64_t>(n_items, n_experts);
 }
 
-void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s) {
+void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s,
+                     int tile_items) {
   if (n_experts > kMaxExperts) throw Error("CUDA backend: at most 512 experts");
   if (n_items <= 0) return;
-  launch(group_kernel, 1, kGroupThreads, 0, s, ids, n_items, n_experts, kExpertTile, max_expert_tiles(n_items, n_experts),
-         order, tiles);
+  launch(group_kernel, 1, kGroupThreads, 0, s, ids, n_items, n_experts, tile_items,
+         max_expert_tiles(n_items, n_experts, tile_items), order, tiles);
 }
 
 void route(const ModelDesc& d, const float* logits, int64_t n_tok, int32_t* ids, float* weights, cudaStream_t s) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cuda/device_matrix.h"
+#include "backend/cuda/gemv.h"
 #include "backend/cuda/int8_acts.h"
 #include "model/descriptor.h"
 
@@ -42,10 +43,11 @@ void norm_and_route_one_token(const ModelDesc& d, const RouterNorm& norm, const 
 // Items (token t's j-th choice is item t * k + j) sorted by expert: `order`
 // holds the n_items item ids expert by expert (in no fixed order within an
 // expert), `tiles` the triples (first index into order, count, expert) of up
-// to kExpertTile items each, max_expert_tiles(n_items, n_experts) of them, the
-// unused ones with count 0. One block of threads; no host round trip.
-int64_t max_expert_tiles(int64_t n_items, int n_experts);
-void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s);
+// to tile_items items each, max_expert_tiles(n_items, n_experts, tile_items)
+// of them, the unused ones with count 0. One block of threads; no host round trip.
+int64_t max_expert_tiles(int64_t n_items, int n_experts, int tile_items = kExpertTile);
+void group_by_expert(const int32_t* ids, int64_t n_items, int n_experts, int32_t* order, int32_t* tiles, cudaStream_t s,
+                     int tile_items = kExpertTile);
 
 // out row t = sum over j < k of weights[t * k + j] * expert_out row (t * k + j), rows of n_cols.
 // With add, out row t += that sum instead (a residual add without a kernel of its own).
