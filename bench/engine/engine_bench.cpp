@@ -1,7 +1,7 @@
 // The serving engine's speed, measured through its own API (no HTTP):
 //
 //   ember_bench_engine --model FILE [--backend cpu|cuda] [--threads N] [--batch 1,2,4,8]
-//                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256]
+//                      [--prompt 128[,2048,...]] [--decode 64] [--doc 8022] [--step 256] [--prefill-step N]
 //                      [--rounds 3] [--json FILE] [--host-only] [--no-overlap]
 //                      [--sample T,K,P,MINP] [--host-sampling] [--draft N]
 //
@@ -27,7 +27,10 @@
 // 4. Prefix cache (with --doc N > 0): a cold prefill of document A, then B,
 //    then A again plus a 40-token question; the return to A is reported as a
 //    share of A's cold prefill time; A's cold prefill also as tokens per second.
-// --step sets the tokens of one engine step (prompt chunks share it).
+// --step sets the tokens of one engine step (prompt chunks share it);
+// --prefill-step those of a step that holds only prompts (no sequence
+// decoding: EngineOptions::prefill_step_tokens; default: --step), as
+// `ember serve --prefill-step-tokens` does.
 // --host-only measures 2 alone (no decoding, prefill or cache figures).
 // --no-overlap runs the engine without queueing step t + 1 before it reads
 // step t's picks (EngineOptions::overlap_steps), to measure what that gains.
@@ -146,7 +149,7 @@ using bench::median;
 // The command line.
 struct Options {
   std::string path, backend_kind = "auto", batches = "1,2,4,8", prompts = "128", json_path;
-  int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256, draft = 0;
+  int threads = 0, decode = 64, doc = 0, rounds = 3, step = 256, prefill_step = 0, draft = 0;
   bool host_only = false, no_overlap = false, host_sampling = false;
   SamplingParams sampling;  // temperature 0: greedy
 };
@@ -165,6 +168,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     else if (a == "--decode") o.decode = std::stoi(next());
     else if (a == "--doc") o.doc = std::stoi(next());
     else if (a == "--step") o.step = std::max(1, std::stoi(next()));
+    else if (a == "--prefill-step") o.prefill_step = std::max(1, std::stoi(next()));
     else if (a == "--rounds") o.rounds = std::max(1, std::stoi(next()));
     else if (a == "--host-only") o.host_only = true;
     else if (a == "--no-overlap") o.no_overlap = true;
@@ -245,7 +249,7 @@ void open(Run& r) {
   bo.kind = o.backend_kind;
   bo.n_threads = o.threads;
   bo.limits.max_context = std::max({r.prompt_len + o.decode + 8, 8 + r.host_decode + 8, max_prompt + 8, o.doc + 64 + 8});
-  bo.limits.max_tokens = std::max(o.step, r.max_b * (1 + o.draft));
+  bo.limits.max_tokens = std::max({o.step, o.prefill_step, r.max_b * (1 + o.draft)});
   bo.limits.max_logit_rows = r.max_b * (1 + o.draft);
   r.costs = bench::step_costs(*r.model, bo.kv_type, bo.block_size);
   const int64_t positions = std::max<int64_t>({int64_t(r.max_b) * (r.prompt_len + o.decode + 32),
@@ -276,6 +280,8 @@ void measure_roofline(Run& r) {
   r.out["backend"] = r.backend->name();
   r.out["overlap_steps"] = !r.o.no_overlap;
   r.out["draft_tokens"] = r.o.draft;
+  r.out["step_tokens"] = r.o.step;
+  r.out["prefill_step_tokens"] = std::max(r.o.step, r.o.prefill_step);
   r.out["sampling"] = {{"temperature", r.o.sampling.temperature}, {"top_k", r.o.sampling.top_k},
                        {"top_p", r.o.sampling.top_p}, {"min_p", r.o.sampling.min_p},
                        {"on_backend", !r.o.host_sampling}};
@@ -506,7 +512,8 @@ void prefix_cache(Run& r, Engine& engine) {
   std::printf("| A cold | %.2f | %lld |\n| B cold | %.2f | %lld |\n| A + 40-token question | %.3f | %lld |\n", cold_a,
               (long long)c0, cold_b, (long long)c1, back_a, (long long)reused);
   std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
-  std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a, r.o.step);
+  std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a,
+              std::max(r.o.step, r.o.prefill_step));
   std::fflush(stdout);
   r.out["prefix_cache"] = {{"document", doc}, {"a_cold_s", cold_a}, {"b_cold_s", cold_b}, {"return_s", back_a},
                            {"reused", reused}};
@@ -525,6 +532,8 @@ int main(int argc, char** argv) {
     eo.overlap_steps = !r.o.no_overlap;
     eo.sample_on_backend = !r.o.host_sampling;
     eo.draft_tokens = r.o.draft;
+    eo.step_tokens = std::max(r.o.step, r.max_b * (1 + r.o.draft));
+    eo.prefill_step_tokens = r.o.prefill_step;
     Engine engine(*r.backend, nullptr, eo);
     {  // warm-up: page the weights in, start the threads
       GenerationRequest w;

@@ -71,6 +71,8 @@ std::string resolve_backend_kind(const std::string& kind) {
   throw Error("unknown backend '" + kind.substr(0, 16) + "' (cpu, cuda or auto)");
 }
 
+int default_prefill_step_tokens(const std::string& resolved_kind) { return resolved_kind == "cuda" ? 2048 : 0; }
+
 std::unique_ptr<Backend> make_backend(const Model& model, const std::string& kind, const StepLimits& limits,
                                       const KvConfig& kv, int n_threads) {
   const std::string k = resolve_backend_kind(kind);

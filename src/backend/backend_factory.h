@@ -26,6 +26,11 @@ std::unique_ptr<Backend> make_backend(const Model& model, const std::string& kin
 
 // "cpu" or "cuda" for a kind of "cpu", "cuda" or "auto"; throws for "cuda" in a build without it.
 std::string resolve_backend_kind(const std::string& kind);
+// The tokens of an engine step that holds only prompts (EngineOptions::prefill_step_tokens)
+// by default on a backend kind: 2,048 on CUDA, where a MoE prompt of 8,192 tokens prefills
+// 1.6x faster than in steps of 256 (bench/RESULTS.md, session 27); 0 (the step's own) on the
+// CPU, where longer steps were not measured to gain.
+int default_prefill_step_tokens(const std::string& resolved_kind);
 bool cuda_backend_built();
 
 // Bytes of KV blocks that hold `positions` positions (whole blocks) in the options' block size and type.

@@ -27,6 +27,10 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--kv-type", f.kv_type, "KV cache element type: f16, bf16 or f32");
   cmd->add_option("--step-tokens", f.step_tokens, "Tokens per engine step, all sequences together (prompt chunks share it)")
       ->check(integer_in("step tokens", 1, 65536));
+  cmd->add_option("--prefill-step-tokens", f.prefill_step_tokens,
+                  "Tokens of a step in which no sequence is decoding, only prompts (default: 2048 on CUDA, where longer "
+                  "steps prefill far faster; --step-tokens on the CPU)")
+      ->check(integer_in("prefill step tokens", 1, 65536));
   cmd->add_flag("--no-prefix-cache", f.no_prefix_cache, "Keep no finished prefixes for reuse");
   cmd->add_option("--cache-host-mem", f.cache_host_mem, "Host memory for prefixes evicted from the KV cache, e.g. 8G (default: none)");
   cmd->add_option("--draft-tokens", f.draft_tokens,
@@ -137,10 +141,14 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
 
   BackendOptions bo;
   bo.kind = f.backend;
+  // Steps with only prompts in them: longer on a GPU (backend_factory.h default_prefill_step_tokens).
+  const int prefill_step_tokens =
+      std::max(f.step_tokens, f.prefill_step_tokens > 0 ? f.prefill_step_tokens
+                                                        : default_prefill_step_tokens(resolve_backend_kind(f.backend)));
   // --ctx given (or, without a command line, a context above 0: the C API).
   const bool ctx_given = f.ctx_option ? f.ctx_option->count() > 0 : f.ctx > 0;
   bo.limits.max_context = resolve_context(ctx_given ? std::optional<int64_t>(f.ctx) : std::nullopt, d.max_context);
-  bo.limits.max_tokens = f.step_tokens;
+  bo.limits.max_tokens = prefill_step_tokens;
   const int draft_tokens = f.draft_tokens > 0 || f.draft_model.empty() ? f.draft_tokens : 4;
   // A drafting sequence's step returns a logit row for each of its tokens: rows
   // for four whole drafts a step (drafts matter most with few sequences, and
@@ -158,6 +166,7 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   EngineOptions eo;
   eo.max_running = f.parallel;
   eo.step_tokens = f.step_tokens;
+  eo.prefill_step_tokens = prefill_step_tokens;
   eo.prefix_cache = !f.no_prefix_cache;
   eo.draft_tokens = draft_tokens;
   eo.prediction_tokens = f.prediction_tokens;

@@ -28,6 +28,7 @@ struct EngineFlags {
   int threads = 0;
   int parallel = 1;
   int step_tokens = 256;
+  int prefill_step_tokens = -1;  // tokens of a step in which no sequence decodes; -1: default_prefill_step_tokens
   bool no_prefix_cache = false;
   int draft_tokens = 0;        // speculative decoding: drafts of up to this many tokens (0: off) ...
   std::string draft_model;     // ... from this model (same tokenizer), else by n-gram lookup

@@ -23,6 +23,7 @@ SchedulerLimits scheduler_limits(const Backend& b, const EngineOptions& o) {
   SchedulerLimits l;
   l.max_running = o.max_running;
   l.step_tokens = step_tokens_of(b, o);
+  l.prefill_step_tokens = o.prefill_step_tokens > 0 ? std::min(o.prefill_step_tokens, b.limits().max_tokens) : 0;
   l.max_logit_rows = b.limits().max_logit_rows;
   if (l.max_running > l.max_logit_rows || l.max_running > l.step_tokens)
     throw Error("engine: " + std::to_string(l.max_running) + " parallel sequences need a backend step of at least as many tokens and logit rows (" +

@@ -31,6 +31,10 @@ namespace ember {
 struct EngineOptions {
   int max_running = 16;     // sequences decoding at once (--parallel)
   int step_tokens = 0;      // tokens per step; 0: the backend's limit
+  // Tokens of a step in which no sequence decodes, only prompts (at most the
+  // backend's limit; 0: step_tokens): a long prompt alone goes through in
+  // fewer, longer steps without delaying anyone's next token.
+  int prefill_step_tokens = 0;
   bool prefix_cache = true;
   bool overlap_steps = true;  // queue step t + 1 before reading step t's picks (look_ahead)
   // Sampled tokens (temperature, top-k, top-p, min-p) picked by the backend,

@@ -9,6 +9,7 @@ namespace ember {
 Scheduler::Scheduler(KvManager& kv, const SchedulerLimits& lim) : kv_(kv), lim_(lim) {
   if (lim.max_running <= 0 || lim.step_tokens < lim.max_running || lim.max_logit_rows < lim.max_running)
     throw Error("scheduler: the step must hold at least one token and one logit row per running sequence");
+  if (lim.prefill_step_tokens < 0) throw Error("scheduler: a prefill step budget of 0 (the step's) or more tokens");
   running_.reserve(size_t(lim.max_running));
 }
 
@@ -59,7 +60,9 @@ void Scheduler::plan(std::vector<PlannedSeq>& plan) {
     if (!finishing) --rows;
   }
 
-  // 2. Prompts: running sequences still prefilling, then waiting ones, in chunks of what fits.
+  // 2. Prompts: running sequences still prefilling, then waiting ones, in chunks of what fits;
+  // with no one decoding, in the larger prefill budget.
+  if (plan.empty()) budget = std::max(lim_.step_tokens, lim_.prefill_step_tokens);
   auto add_chunk = [&](Sequence* s) -> bool {
     const int64_t pending = s->pending();
     int64_t chunk = std::min<int64_t>(pending, budget);

@@ -10,7 +10,10 @@
 //   2. the rest of the token budget goes to prompts, oldest first: sequences
 //      already prefilling continue, then waiting ones are admitted while there
 //      are free sequence slots and blocks, each in chunks of what fits, so a
-//      long prompt never stalls the others' decoding.
+//      long prompt never stalls the others' decoding. A step in which no
+//      sequence decodes has the larger prefill budget: with no one waiting on
+//      a token, a prompt goes through in fewer, longer steps, which a GPU runs
+//      at a far higher rate.
 // Waiting sequences are admitted in arrival order only: a later request never
 // overtakes an earlier one that is waiting for blocks.
 #pragma once
@@ -27,6 +30,7 @@ namespace ember {
 struct SchedulerLimits {
   int max_running = 16;   // sequences admitted at once
   int step_tokens = 256;  // new tokens per step, all sequences together
+  int prefill_step_tokens = 0;  // ... in a step where no sequence decodes (at most the backend's; 0: step_tokens)
   int max_logit_rows = 16;
 };
 
