@@ -823,10 +823,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_kernel(Fused f, 
 // Expert products: block (x, y) multiplies 16 rows of one expert with the
 // items of tile y. Per item (tiles == nullptr): tile y is item y alone, of
 // expert ids[y]. Grouped: tiles holds (first, count, expert) triples into
-// order (item ids), up to 8 items each. Item i reads activation row i / x_div
-// and writes row i of Y. Blocks [0, blocks0) of x serve W[0], the rest W[1]
-// (gate and up in one launch). Grouped tiles hold up to 8J items (J tiles of
-// 8 tokens, as the dense products). An item's sums are the same whichever way.
+// order (item ids), up to 8J items each (J tiles of 8 tokens, as the dense
+// products take them). Item i reads activation row i / x_div and writes row i
+// of Y. Blocks [0, blocks0) of x serve W[0], the rest W[1] (gate and up in one
+// launch). An item's sums are the same whichever way.
 template <GgmlType T, int J, int TW>
 __global__ void __launch_bounds__(kWarps * 32, 2) gemv_int8_mma_experts_kernel(ExpertPair m, size_t stride,
                                                                                size_t expert_stride, int64_t rows,
