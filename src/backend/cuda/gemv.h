@@ -97,7 +97,7 @@ void gemv_int8_mma_fused(std::span<const MatrixOut> outs, const Int8Acts& a, cud
 // tiles and max_tiles, as gemv_int8_experts_grouped, tiles of up to
 // tile_items items); n_tiles is the number of items or of tiles.
 void gemv_int8_mma_experts(std::span<const MatrixOut> outs, const int32_t* ids, const int32_t* order, const int32_t* tiles,
-                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items = 8);
+                           int64_t n_tiles, const Int8Acts& a, int x_div, cudaStream_t s, int tile_items = kExpertTile);
 
 // Products of BF16 and F16 weights on the tensor cores (gemv_float_mma.cu),
 // with the CPU's arithmetic (BF16: activations rounded to bfloat16; F16: float
