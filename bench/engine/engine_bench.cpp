@@ -374,13 +374,15 @@ void engine_decode(Run& r, Engine& engine) {
       const int b = r.bs[bi];
       const auto reqs = decoding_requests(b, r.prompt_len, o.decode, r.seed, r.vocab, o.sampling);
       // The process's CPU time over the whole round (prefill included, and the
-      // bench's own reader threads: an upper bound on the engine's).
+      // bench's own reader threads: an upper bound on the engine's). The step
+      // thread's clock is read inside the process's window (after its first
+      // read, before its last), so that the thread's share cannot exceed it.
       const double cpu0 = own_process_cpu_seconds();
       const EngineStats st0 = engine.stats();
       const auto wall0 = Clock::now();
       const auto t = run_all(engine, reqs);
-      const double cpu = own_process_cpu_seconds() - cpu0;
       const EngineStats st1 = engine.stats();
+      const double cpu = own_process_cpu_seconds() - cpu0;
       const double wall = since(wall0, Clock::now());
       drafted[bi] += st1.draft_tokens - st0.draft_tokens;
       accepted[bi] += st1.accepted_tokens - st0.accepted_tokens;
