@@ -213,6 +213,9 @@ struct Run {
   Options o;
   std::vector<int> bs, prompts;
   int vocab = 0, prompt_len = 0, max_b = 0, host_decode = 0;
+  // The engine's step budgets (open()): --step, at least a token and its drafts for every
+  // sequence; and that of steps holding only prompts, --prefill-step, at least the step's.
+  int step_tokens = 0, prefill_step_tokens = 0;
   std::unique_ptr<Model> model;
   std::unique_ptr<Backend> backend;
   bench::StepCosts costs;
@@ -249,7 +252,9 @@ void open(Run& r) {
   bo.kind = o.backend_kind;
   bo.n_threads = o.threads;
   bo.limits.max_context = std::max({r.prompt_len + o.decode + 8, 8 + r.host_decode + 8, max_prompt + 8, o.doc + 64 + 8});
-  bo.limits.max_tokens = std::max({o.step, o.prefill_step, r.max_b * (1 + o.draft)});
+  r.step_tokens = std::max(o.step, r.max_b * (1 + o.draft));
+  r.prefill_step_tokens = std::max(r.step_tokens, o.prefill_step);
+  bo.limits.max_tokens = r.prefill_step_tokens;
   bo.limits.max_logit_rows = r.max_b * (1 + o.draft);
   r.costs = bench::step_costs(*r.model, bo.kv_type, bo.block_size);
   const int64_t positions = std::max<int64_t>({int64_t(r.max_b) * (r.prompt_len + o.decode + 32),
@@ -280,8 +285,8 @@ void measure_roofline(Run& r) {
   r.out["backend"] = r.backend->name();
   r.out["overlap_steps"] = !r.o.no_overlap;
   r.out["draft_tokens"] = r.o.draft;
-  r.out["step_tokens"] = r.o.step;
-  r.out["prefill_step_tokens"] = std::max(r.o.step, r.o.prefill_step);
+  r.out["step_tokens"] = r.step_tokens;
+  r.out["prefill_step_tokens"] = r.prefill_step_tokens;
   r.out["sampling"] = {{"temperature", r.o.sampling.temperature}, {"top_k", r.o.sampling.top_k},
                        {"top_p", r.o.sampling.top_p}, {"min_p", r.o.sampling.min_p},
                        {"on_backend", !r.o.host_sampling}};
@@ -515,7 +520,7 @@ void prefix_cache(Run& r, Engine& engine) {
               (long long)c0, cold_b, (long long)c1, back_a, (long long)reused);
   std::printf("\nreturn to A: %.2f%% of A's cold prefill\n", 100.0 * back_a / cold_a);
   std::printf("prefill: %d tokens in %.3f s, %.0f tok/s (steps of %d tokens)\n", doc, cold_a, double(doc) / cold_a,
-              std::max(r.o.step, r.o.prefill_step));
+              r.prefill_step_tokens);
   std::fflush(stdout);
   r.out["prefix_cache"] = {{"document", doc}, {"a_cold_s", cold_a}, {"b_cold_s", cold_b}, {"return_s", back_a},
                            {"reused", reused}};
@@ -534,8 +539,8 @@ int main(int argc, char** argv) {
     eo.overlap_steps = !r.o.no_overlap;
     eo.sample_on_backend = !r.o.host_sampling;
     eo.draft_tokens = r.o.draft;
-    eo.step_tokens = std::max(r.o.step, r.max_b * (1 + r.o.draft));
-    eo.prefill_step_tokens = r.o.prefill_step;
+    eo.step_tokens = r.step_tokens;
+    eo.prefill_step_tokens = r.prefill_step_tokens;
     Engine engine(*r.backend, nullptr, eo);
     {  // warm-up: page the weights in, start the threads
       GenerationRequest w;

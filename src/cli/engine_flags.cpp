@@ -140,11 +140,10 @@ LoadedEngine load_engine(const EngineFlags& f, int default_kv_contexts) {
   if (auto t = tokenizer_of(*e.model)) e.tok = std::make_unique<Tokenizer>(std::move(*t));
 
   BackendOptions bo;
-  bo.kind = f.backend;
+  bo.kind = resolve_backend_kind(f.backend);  // "cpu" or "cuda": the defaults below depend on it
   // Steps with only prompts in them: longer on a GPU (backend_factory.h default_prefill_step_tokens).
-  const int prefill_step_tokens =
-      std::max(f.step_tokens, f.prefill_step_tokens > 0 ? f.prefill_step_tokens
-                                                        : default_prefill_step_tokens(resolve_backend_kind(f.backend)));
+  const int prefill_step_tokens = std::max(
+      f.step_tokens, f.prefill_step_tokens > 0 ? f.prefill_step_tokens : default_prefill_step_tokens(bo.kind));
   // --ctx given (or, without a command line, a context above 0: the C API).
   const bool ctx_given = f.ctx_option ? f.ctx_option->count() > 0 : f.ctx > 0;
   bo.limits.max_context = resolve_context(ctx_given ? std::optional<int64_t>(f.ctx) : std::nullopt, d.max_context);

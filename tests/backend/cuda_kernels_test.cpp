@@ -1035,8 +1035,9 @@ int expect_expert_tiles(const std::vector<int32_t>& ids, const std::vector<int32
   for (size_t t = 0; t + 2 < tiles.size(); t += 3) {
     const int32_t first = tiles[t], count = tiles[t + 1], e = tiles[t + 2];
     if (count == 0) continue;
-    EXPECT_TRUE(count > 0 && count <= tile_items && first >= 0 && first + count <= n_items) << "tile " << t / 3;
-    if (!(count > 0 && count <= tile_items && first >= 0 && first + count <= n_items)) return full;
+    const bool in_range = count > 0 && count <= tile_items && first >= 0 && first + count <= n_items;
+    EXPECT_TRUE(in_range) << "tile " << t / 3;
+    if (!in_range) return full;
     full += count == tile_items;
     for (int j = 0; j < count; ++j) {
       const int32_t item = order[size_t(first + j)];

@@ -44,12 +44,17 @@ int tokens_of(const std::vector<PlannedSeq>& plan, const Sequence& s) {
   return 0;
 }
 
+// A pool of 64 blocks of 16 positions without a prefix cache, and the scheduler's plan.
+class Scheduling : public ::testing::Test {
+ protected:
+  KvManager kv{64, 16, /*prefix_cache=*/false};
+  std::vector<PlannedSeq> plan;
+};
+
 }  // namespace
 
-TEST(Scheduler, PromptsAloneTakeThePrefillBudgetAndShareAStepWithDecodingOnlyUpToTheStepBudget) {
-  KvManager kv(64, 16, /*prefix_cache=*/false);
+TEST_F(Scheduling, PromptsAloneTakeThePrefillBudgetAndShareAStepWithDecodingOnlyUpToTheStepBudget) {
   Scheduler sched(kv, limits(4, 8, 32));
-  std::vector<PlannedSeq> plan;
 
   // A prompt alone: steps of 32 tokens.
   auto a = prompt_of(1, 40);
@@ -81,10 +86,8 @@ TEST(Scheduler, PromptsAloneTakeThePrefillBudgetAndShareAStepWithDecodingOnlyUpT
   EXPECT_EQ(tokens_of(plan, *b), 32);
 }
 
-TEST(Scheduler, WithoutAPrefillBudgetPromptsAloneKeepTheStepBudget) {
-  KvManager kv(64, 16, /*prefix_cache=*/false);
+TEST_F(Scheduling, WithoutAPrefillBudgetPromptsAloneKeepTheStepBudget) {
   Scheduler sched(kv, limits(2, 8, 0));
-  std::vector<PlannedSeq> plan;
   auto a = prompt_of(1, 40);
   sched.add(a.get());
   sched.plan(plan);
