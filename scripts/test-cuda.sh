@@ -112,6 +112,9 @@ PY
   [ -x "$bin/ember_bench_q4k_layouts" ] && step q4k-layouts "$bin/ember_bench_q4k_layouts"
   # The greedy and sampled picks of logit rows alone (what a sampled step pays over a greedy one).
   [ -x "$bin/ember_bench_cuda_picks" ] && step picks "$bin/ember_bench_cuda_picks" --rows 1,16
+  # Decode attention alone over long contexts (dense-8b's heads, then moe-30b-a3b's), against the copy bandwidth.
+  [ -x "$bin/ember_bench_cuda_attention" ] && step attention-bench "$bin/ember_bench_cuda_attention" --heads 32 --kv-heads 8
+  [ -x "$bin/ember_bench_cuda_attention" ] && step attention-bench-gqa8 "$bin/ember_bench_cuda_attention" --heads 32 --kv-heads 4
   tokdir=$(mktemp -d)
   for t in "$bin"/*-tok.tar.xz; do [ -f "$t" ] && tar -C "$tokdir" -xJf "$t"; done
   for spec in ${EMBER_CUDA_BENCH:-dense-1b:Q4_K dense-1b:Q8_0}; do

@@ -6,7 +6,8 @@
 # - cuBLAS comes from the machine's CUDA toolkit (too large to carry).
 # The programs of a CUDA build that scripts/test-cuda.sh runs and scripts/pack-cuda-bin.sh packs.
 cuda_programs="ember ember_bench_engine cuda_kernels_test cuda_attention_test cuda_model_test engine_serving_test
-  engine_overlap_test engine_speculation_test model_hf_fixtures_test model_peer_gguf_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks"
+  engine_overlap_test engine_speculation_test model_hf_fixtures_test model_peer_gguf_test ember_bench_cuda_kernels ember_bench_q4k_layouts ember_bench_cuda_picks
+  ember_bench_cuda_attention"
 
 use_cuda_bin() {
   local bin=$1

@@ -34,4 +34,18 @@ double median_call_ms(int runs, int per_run, F&& f) {
   return median(ms);
 }
 
+// The device's copy bandwidth in GB/s, bytes read + written by a 1 GiB
+// device-to-device copy (median of 20): the ceiling of a memory-bound kernel.
+inline double device_copy_gbs() {
+  const size_t bytes = size_t(1) << 30;
+  void *a = nullptr, *b = nullptr;
+  EMBER_CUDA_CHECK(cudaMalloc(&a, bytes));
+  EMBER_CUDA_CHECK(cudaMalloc(&b, bytes));
+  EMBER_CUDA_CHECK(cudaMemset(a, 1, bytes));
+  const double ms = median_call_ms(20, 1, [&](int) { EMBER_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  EMBER_CUDA_CHECK(cudaFree(a));
+  EMBER_CUDA_CHECK(cudaFree(b));
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
+}
+
 }  // namespace ember::bench

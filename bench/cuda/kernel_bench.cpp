@@ -43,14 +43,7 @@ int main(int argc, char** argv) {
     else if (a == "--formats") formats = "," + std::string(argv[i + 1]) + ",";
   }
   try {
-    // The ceiling: a 1 GiB device-to-device copy.
-    const size_t copy_bytes = size_t(1) << 30;
-    DeviceBuffer c0(copy_bytes), c1(copy_bytes);
-    EMBER_CUDA_CHECK(cudaMemset(c0.get(), 1, copy_bytes));
-    const double copy_ms = bench::median_call_ms(20, 1, [&](int) {
-      EMBER_CUDA_CHECK(cudaMemcpyAsync(c1.get(), c0.get(), copy_bytes, cudaMemcpyDeviceToDevice));
-    });
-    const double copy_gbs = 2.0 * double(copy_bytes) / (copy_ms * 1e-3) / 1e9;
+    const double copy_gbs = bench::device_copy_gbs();
     std::printf("copy bandwidth (read + write): %.0f GB/s\n\n", copy_gbs);
 
     const DeviceIqTables iq = upload_iq_tables();

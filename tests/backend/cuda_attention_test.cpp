@@ -1,6 +1,6 @@
 // The attention kernels against a float64 reference over the same paged KV
 // blocks: a prefix already cached plus a long chunk, a short prompt, and
-// decoding tokens at 200, 300-301 and 1,100 positions in one step; blocks in
+// decoding tokens at 200, 300-301, 1,100 and 9,000 positions in one step; blocks in
 // a shuffled order, outputs poisoned, grouped-query heads, head dims that are
 // and are not multiples of the tiles, a sliding window and soft-capping. Keys
 // and values are random 16-bit numbers; the reference reads exactly those.
@@ -73,8 +73,10 @@ struct Case {
 constexpr int kBlock = 16;
 // Sequence 2 decodes a token at position 200 (the cluster kernel's, in 8
 // slices, where the layout fits), sequence 4 two at 300 and 301 (16 slices),
-// sequence 5 one at 1,100 (past kClusterContext: the split kernel's).
-const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}, {300, 2}, {1100, 1}};
+// sequence 5 one at 1,100 (past kClusterContext: the split kernel's, splits
+// of 24 positions), sequence 6 one at 9,000 (splits of 144 positions: several
+// chunks of the split kernel's staging, the last one partial).
+const std::vector<Seq> kSeqs = {{37, 150}, {0, 70}, {200, 1}, {5, 64}, {300, 2}, {1100, 1}, {9000, 1}};
 
 // One step of several sequences over a shuffled KV pool, with the reference.
 struct Step {
@@ -297,8 +299,9 @@ TEST_F(CudaAttention, FlashRowsDoNotDependOnTheirTile) {
 // grid's blocks past them count for nothing. The last layout has 32 query
 // heads to a key/value head: each warp takes four, each over several slices. A short context (position
 // 200), a longer one (301: 16 slices) where the layout fits the cluster
-// kernel, and one past it (1,100: split); also in a sliding window of 50
-// (the split kernel then splits the window alone).
+// kernel, and two past it (1,100 and 9,000: split, the latter's splits
+// staged in several chunks); also in a sliding window of 50 (the split kernel
+// then splits the window alone).
 TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
   std::mt19937 rng(43);
   for (const Case& c : {Case{KvType::F16, 128, 8, 2}, Case{KvType::BF16, 64, 4, 4}, Case{KvType::F16, 128, 8, 2, 50, 0.f},
@@ -307,13 +310,14 @@ TEST_F(CudaAttention, ResultOfATokenDoesNotDependOnTheBatch) {
     const std::vector<float> all = st.run(false);
     const size_t row = size_t(st.c.n_heads * st.c.head_dim);
     const int short_t = kSeqs[0].n_new + kSeqs[1].n_new, mid_t = short_t + kSeqs[2].n_new + kSeqs[3].n_new + 1;
-    const int long_t = mid_t + 1;
+    const int long_t = mid_t + 1, longer_t = long_t + 1;
     ASSERT_EQ(st.pos[size_t(short_t)], 200);
     ASSERT_EQ(st.pos[size_t(mid_t)], 301);
     ASSERT_EQ(st.pos[size_t(long_t)], 1100);
+    ASSERT_EQ(st.pos[size_t(longer_t)], 9000);
     ASSERT_EQ(st.args().context_class, attention_context_class(kClusterContext + 1));
     DeviceBuffer d_part(size_t(st.c.n_heads) * size_t(kAttentionMaxSplits) * size_t(st.c.head_dim + 2) * 4);
-    for (const int t : {short_t, mid_t, long_t}) {
+    for (const int t : {short_t, mid_t, long_t, longer_t}) {
       const int own = attention_splits(st.pos[size_t(t)] + 1);
       std::vector<int32_t> one = {t};
       DeviceBuffer d_one = upload(one);

@@ -1,10 +1,11 @@
 // qkv_post: one warp per head of each token. attention: the cluster kernel
 // (attention_cluster.cu) for contexts it takes; for the rest one block per
 // (token, key/value head, split of the sequence), a warp per query head of
-// the group (attention_warps), each lane holding head_dim / 32 consecutive
-// elements; an online softmax over the split's positions, then a merge of the
-// splits in a fixed order (and, for wo's integer product, the rounding of the
-// merged rows to int8).
+// the group (attention_warps; groups of more than 8 in several blocks), each
+// lane holding head_dim / 32 consecutive elements; the split's keys and values
+// staged in shared memory chunk by chunk, an online softmax over its
+// positions, then a merge of the splits in a fixed order (and, for wo's
+// integer product, the rounding of the merged rows to int8).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -12,6 +13,7 @@
 #include <cmath>
 
 #include "backend/cuda/attention.h"
+#include "backend/cuda/async_copy.cuh"
 #include "backend/cuda/attention_positions.cuh"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/int8_round.cuh"
@@ -89,43 +91,116 @@ __global__ void __launch_bounds__(kPostWarps * 32) qkv_post_kernel(QkvArgs a, St
     vrow[i] = from_f<E>(a.v[t * KVD + i] + (a.bv ? a.bv[i] : 0.f));
 }
 
+// Positions of one chunk the split kernel stages in shared memory: 8 KB of
+// keys (and as many bytes of values) a buffer, a multiple of the 8 positions
+// attend_positions takes at a time (4 where a lane holds 8 elements), at most 64.
+__host__ __device__ constexpr int split_chunk_positions(int row_bytes) {
+  const int c = 8192 / row_bytes / 8 * 8;
+  return c < 8 ? 8 : c > 64 ? 64 : c;
+}
+// Its dynamic shared memory: two buffers of a chunk's keys and values.
+constexpr size_t split_smem_bytes(int row_bytes) { return size_t(4) * size_t(split_chunk_positions(row_bytes)) * size_t(row_bytes); }
+
+// Blocks of a group's query heads: kAttentionWarps heads a block, each block
+// of a group staging the same keys and values (only groups of more than 8
+// heads take several).
+__host__ __device__ constexpr int split_head_parts(int group) { return (group + kAttentionWarps - 1) / kAttentionWarps; }
+
 // NE: elements of the head each lane holds, consecutive (head_dim <= 32 * NE).
-// Blocks of the grid: (token of this chunk, key/value head, split); token t0 + x.
+// Blocks of the grid: (token of this chunk, key/value head x part of its
+// group's query heads, split); token t0 + x.
+//
+// The split's keys and values go through shared memory in chunks
+// (split_chunk_positions), the next chunk's copies (cp.async, every one of
+// them in flight at once) issued before the warps attend the current one.
+// Read straight from the paged blocks, as before, each warp's loads of 8
+// positions at a time were a chain of memory latencies, and every warp of a
+// group read the same rows again: at long contexts the kernel read its keys
+// and values at a small part of the bandwidth. A chunk holds a multiple of
+// the positions attend_positions takes together, so each position meets the
+// same arithmetic, in the same order, as in one pass over the split.
 template <class E, int NE>
 __global__ void __launch_bounds__(kAttentionWarps * 32, 1)
     attention_kernel(AttnArgs a, StepIndex ix, KvLayer kv, int64_t t0, int skip_upto) {
-  begin_kernel();
+  extern __shared__ __align__(16) unsigned char smem[];
   const int64_t t = a.tokens ? a.tokens[t0 + blockIdx.x] : t0 + blockIdx.x;
-  const int g = blockIdx.y, z = blockIdx.z;
-  const int group = a.n_heads / a.n_kv_heads;
+  const int group = a.n_heads / a.n_kv_heads, parts = split_head_parts(group);
+  const int g = int(blockIdx.y) / parts, part = int(blockIdx.y) % parts, z = int(blockIdx.z);
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int hd = a.head_dim;
   const int last = ix.pos[t];
   const int span = attended_positions(last, a.sliding_window), first = last + 1 - span;
-  if (last < skip_upto) return;             // a token the cluster kernel takes
-  if (z >= attention_splits(span)) return;  // past this token's splits: its merge stops before them
-  const int split = attention_split(span);
-  const int lo = first + z * split, hi = min(last, first + (z + 1) * split - 1);
-  const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
-  const int d0 = lane * NE, off = g * hd;
-  const bool vec = hd % NE == 0;
-  for (int h = g * group + w; h < (g + 1) * group; h += int(blockDim.x >> 5)) {
-    float q[NE], acc[NE];
-    const float* qr = a.q + (t * a.n_heads + h) * hd;
-#pragma unroll
-    for (int i = 0; i < NE; ++i) {
-      q[i] = d0 + i < hd ? qr[d0 + i] : 0.f;
-      acc[i] = 0.f;
-    }
-    float m = -INFINITY, l = 0.f;
-    attend_positions<E, NE>(a, q, lo, hi, d0, vec,
-                            [&](int p, const E*& k, const E*& v) {
-                              k = kv_at<E>(kv, table, p, 0) + off;
-                              v = kv_at<E>(kv, table, p, 1) + off;
-                            },
-                            acc, m, l);
-    store_partial(a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2), acc, m, l, d0, hd);
+  // A token the cluster kernel takes, or a block past this token's splits
+  // (its merge stops before them): nothing to do, after the wait (launch.cuh).
+  if (last < skip_upto || z >= attention_splits(span)) {
+    begin_kernel();
+    return;
   }
+  const int split = attention_split(span);
+  const int lo = first + z * split, n = min(last, first + (z + 1) * split - 1) - lo + 1;
+  const int32_t* table = ix.tables + ix.table_off[ix.seq[t]];
+  const int row_bytes = hd * int(sizeof(E)), chunk = split_chunk_positions(row_bytes);
+  const int chunks = (n + chunk - 1) / chunk, off = g * hd;
+  const bool whole = row_bytes % 16 == 0;
+  const int units = whole ? row_bytes / 16 : hd;
+  // Buffer b: a chunk's keys, then its values.
+  auto keys = [&](int b) { return reinterpret_cast<E*>(smem) + b * 2 * chunk * hd; };
+  auto count = [&](int c) { return min(chunk, n - c * chunk); };
+  // Chunk c's positions from .. to - 1 (counted from the chunk's first) into
+  // buffer c % 2: its keys, then its values.
+  auto stage = [&](int c, int from, int to) {
+    E* ks = keys(c & 1);
+    E* vs = ks + chunk * hd;
+    for (int i = from * 2 * units + int(threadIdx.x); i < to * 2 * units; i += int(blockDim.x)) {
+      const int r = i / units, u = i - r * units, p = r >> 1, kvsel = r & 1;
+      const E* src = kv_at<E>(kv, table, lo + c * chunk + p, kvsel) + off;
+      E* dst = (kvsel ? vs : ks) + p * hd;
+      if (whole) cp_async16(reinterpret_cast<char*>(dst) + 16 * u, reinterpret_cast<const char*>(src) + 16 * u);
+      else dst[u] = src[u];
+    }
+  };
+  // Positions from `fresh` on are stored in this step, by the kernel before
+  // (qkv_post): the first chunk's earlier ones are copied before the wait.
+  const int fresh = ix.seq_start ? ix.seq_start[ix.seq[t]] : lo;
+  const int stored = min(count(0), max(0, fresh - lo));
+  stage(0, 0, stored);
+  begin_kernel();
+  stage(0, stored, count(0));
+  cp_async_commit();
+
+  const int hl = part * kAttentionWarps + w, h = g * group + hl;  // the warp's query head
+  const bool has_head = hl < group;
+  const int d0 = lane * NE;
+  const bool vec = hd % NE == 0;
+  float q[NE], acc[NE], m = -INFINITY, l = 0.f;
+  const float* qr = a.q + (t * a.n_heads + h) * hd;
+#pragma unroll
+  for (int i = 0; i < NE; ++i) {
+    q[i] = has_head && d0 + i < hd ? qr[d0 + i] : 0.f;
+    acc[i] = 0.f;
+  }
+  for (int c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) {
+      stage(c + 1, 0, count(c + 1));
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // chunk c is in shared memory
+    const int c0 = lo + c * chunk;
+    const E* ks = keys(c & 1);
+    if (has_head)
+      attend_positions<E, NE>(a, q, c0, c0 + count(c) - 1, d0, vec,
+                              [&](int p, const E*& k, const E*& v) {
+                                k = ks + (p - c0) * hd;
+                                v = ks + (chunk + p - c0) * hd;
+                              },
+                              acc, m, l);
+    __syncthreads();  // every warp is done with buffer c % 2 before chunk c + 2 goes there
+  }
+  if (has_head)
+    store_partial(a.partial + ((int64_t(blockIdx.x) * a.n_heads + h) * int64_t(a.n_splits) + z) * (hd + 2), acc, m, l, d0, hd);
 }
 
 // One block per (token, 256 consecutive elements of its output row): one warp
@@ -213,10 +288,11 @@ void attention(const AttnArgs& a, const StepIndex& ix, const KvLayer& kv, int64_
   // Tokens in chunks of kAttentionTokens: the partial results of one chunk fit the scratch.
   for (int64_t t0 = 0; t0 < n_tok; t0 += kAttentionTokens) {
     const unsigned nt = unsigned(std::min<int64_t>(kAttentionTokens, n_tok - t0));
-    const dim3 grid(nt, unsigned(a.n_kv_heads), unsigned(a.n_splits));
+    const dim3 grid(nt, unsigned(a.n_kv_heads * split_head_parts(group)), unsigned(a.n_splits));
     const dim3 block(unsigned(attention_warps(group) * 32));
     with_kv_type(kv.type, [&]<class E>() {
-      with_lane_elems(a.head_dim, [&]<int NE>() { launch(attention_kernel<E, NE>, grid, block, 0, s, a, ix, kv, t0, skip_upto); });
+      const size_t smem = split_smem_bytes(a.head_dim * int(sizeof(E)));
+      with_lane_elems(a.head_dim, [&]<int NE>() { launch(attention_kernel<E, NE>, grid, block, smem, s, a, ix, kv, t0, skip_upto); });
     });
     const unsigned row_blocks = unsigned((int64_t(a.n_heads) * a.head_dim + kMergeThreads - 1) / kMergeThreads);
     const size_t smem = size_t(merge_heads(a.head_dim) * (a.n_splits + 1)) * sizeof(float);
