@@ -32,17 +32,6 @@
 using namespace ember;
 using namespace ember::cuda;
 
-namespace {
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer d(std::max<size_t>(v.size() * sizeof(T), 4));
-  EMBER_CUDA_CHECK(cudaMemcpy(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   int n_heads = 32, n_kv_heads = 8, head_dim = 128;
   std::string contexts = "1024,4096,8192,32768", batches = "1,4,16", kv_name = "F16";

@@ -2,7 +2,6 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
@@ -12,13 +11,7 @@
 
 namespace ember::cuda::test {
 
-// A buffer holding v (one element's room when v is empty, so the pointer is valid).
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) {
-  DeviceBuffer b(std::max<size_t>(1, v.size()) * sizeof(T));
-  if (!v.empty()) EMBER_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return b;
-}
+using cuda::upload;  // device_buffer.h
 
 // Weights of format t as read from a file, rows of k elements, in the layout
 // the device keeps them (device_layout.h), as the backend's weight upload

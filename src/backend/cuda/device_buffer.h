@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "backend/cuda/cuda_check.h"
 
@@ -40,5 +41,14 @@ class OwnedMemory {
 using DeviceBuffer = OwnedMemory<device_alloc, cudaFree>;
 // Page-locked host memory: the staging area for uploads and the landing place of logits.
 using PinnedBuffer = OwnedMemory<pinned_alloc, cudaFreeHost>;
+
+// A device buffer holding v (one element's room when v is empty, so the
+// pointer is valid): tests' and benchmarks' inputs.
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) {
+  DeviceBuffer b((v.empty() ? 1 : v.size()) * sizeof(T));
+  if (!v.empty()) EMBER_CUDA_CHECK(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
 
 }  // namespace ember::cuda
